@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Build (or reuse) the lab's base image: a Debian bookworm root filesystem with a real
+# 6.12 kernel, a busybox initramfs that mounts it, and the lab's SSH key baked in.
+# Everything lands in $LAB_CACHE/images/<stamp>/; the stamp is a hash of the inputs,
+# so a changed package list or guest file gives a new image and an unchanged one is reused.
+set -euo pipefail
+# shellcheck source=lab/common.sh
+. "$(dirname "$0")/common.sh"
+
+need() { command -v "$1" >/dev/null 2>&1 || lab_die "'$1' is missing: install the Debian package $2 (scripts/setup does)"; }
+need mmdebstrap mmdebstrap
+need mkfs.ext4 e2fsprogs
+need busybox busybox-static
+need cpio cpio
+need ssh-keygen openssh-client
+need xz xz-utils
+[ "$(id -u)" = 0 ] || lab_die "building the lab image needs root (mmdebstrap and device nodes)"
+
+mkdir -p "$LAB_CACHE/debs" "$LAB_CACHE/images"
+[ -f "$LAB_KEY" ] || ssh-keygen -q -t ed25519 -N '' -C aiinfra-fabric-lab -f "$LAB_KEY"
+
+kernel_pkg=${AIINFRA_LAB_KERNEL_PACKAGE:-}
+if [ -z "$kernel_pkg" ]; then
+  kernel_pkg=$(apt-cache pkgnames linux-image-6.12. 2>/dev/null \
+    | grep -E '^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$' | sort -V | tail -n 1 || true)
+  [ -n "$kernel_pkg" ] || lab_die "no linux-image-6.12.*+deb12-amd64-unsigned package is known to apt: enable bookworm-security in the host's apt sources and run 'apt-get update'"
+fi
+
+packages=$(grep -vE '^\s*(#|$)' "$LAB_DIR/packages.txt" | tr '\n' ',')"$kernel_pkg"
+stamp=$( { echo "$packages"; cat "$0" "$LAB_DIR/initramfs-init"; find "$LAB_DIR/guest" -type f -print0 | sort -z | xargs -0 cat; cat "$LAB_KEY.pub"; } | sha256sum | cut -c1-16)
+out=$LAB_CACHE/images/$stamp
+if [ -f "$out/done" ]; then
+  lab_log "image $stamp is cached ($kernel_pkg)"
+  ln -sfn "$stamp" "$LAB_CACHE/images/current"
+  exit 0
+fi
+
+work=$(mktemp -d "$LAB_CACHE/build.XXXXXX")
+log=$LAB_CACHE/build-image.log
+trap 'rc=$?; rm -rf "$work"; [ $rc = 0 ] || echo "lab: image build failed; log: $log" >&2' EXIT
+lab_log "building image $stamp with $kernel_pkg (log: $log)"
+start=$SECONDS
+
+lab_log "mmdebstrap: installing $(echo "$packages" | tr ',' '\n' | wc -l) packages into a bookworm root"
+mmdebstrap --variant=apt --mode=root --components=main \
+  --include="$packages" \
+  --aptopt='Acquire::Retries "3"' \
+  --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
+  --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/locale/locale.alias' \
+  --skip=essential/unlink \
+  --setup-hook='mkdir -p "$1"/var/cache/apt/archives/' \
+  --setup-hook="sync-in $LAB_CACHE/debs /var/cache/apt/archives/" \
+  --customize-hook="sync-out /var/cache/apt/archives $LAB_CACHE/debs" \
+  --customize-hook="copy-in $LAB_DIR/guest/lab-init.sh /usr/local/sbin/" \
+  --customize-hook="copy-in $LAB_DIR/guest/lab-init.service /etc/systemd/system/" \
+  --customize-hook="$LAB_DIR/guest/customize.sh \"\$1\" $LAB_KEY.pub" \
+  bookworm "$work/root" >"$log" 2>&1 \
+  || lab_die "mmdebstrap failed; last lines of $log:$(echo; tail -n 20 "$log")"
+lab_log "mmdebstrap done in $((SECONDS - start)) s"
+
+kver=$(basename "$(ls -d "$work"/root/lib/modules/6.12.*)")
+mkdir -p "$work/out"
+cp "$work/root/boot/vmlinuz-$kver" "$work/out/vmlinuz"
+echo "$kver" > "$work/out/kernel-version"
+
+lab_log "initramfs: busybox + the modules that mount an ext4 root on virtio-blk"
+"$LAB_DIR/make-initramfs.sh" "$work/root" "$kver" "$work/out/initrd.img" >>"$log" 2>&1 \
+  || lab_die "initramfs build failed; see $log"
+
+lab_log "root image: mkfs.ext4 -d ($LAB_DISK_SIZE, sparse)"
+rm -f "$work/root/boot/vmlinuz-"* "$work/root/boot/initrd.img-"*
+mkfs.ext4 -q -F -L labroot -d "$work/root" "$work/out/rootfs.img" "$LAB_DISK_SIZE" >>"$log" 2>&1 \
+  || lab_die "mkfs.ext4 failed; see $log"
+
+echo "$kernel_pkg" > "$work/out/kernel-package"
+touch "$work/out/done"
+rm -rf "$out"; mv "$work/out" "$out"
+ln -sfn "$stamp" "$LAB_CACHE/images/current"
+# Keep only the newest few images: each is a few hundred MB of sparse file.
+find "$LAB_CACHE/images" -mindepth 1 -maxdepth 1 -type d ! -name "$stamp" -printf '%T@ %p\n' \
+  | sort -rn | tail -n +3 | cut -d' ' -f2- | xargs -r rm -rf
+lab_log "image $stamp ready in $((SECONDS - start)) s"

@@ -1,0 +1,45 @@
+# -*- coding: utf-8 -*-
+# Copyright: aiinfra.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+
+class ModuleDocFragment(object):
+    """Shared attribute declarations for the collection's modules."""
+
+    # Modules that change state declare this and state their check/diff support.
+    DOCUMENTATION = r"""
+options: {}
+attributes:
+  platform:
+    description: Target OS/families that can be operated against.
+    support: N/A
+    platforms: posix
+"""
+
+    # For modules that only read: they change nothing, so check mode is complete.
+    INFO_MODULE = r"""
+options: {}
+attributes:
+  check_mode:
+    support: full
+    details: This module only reads; it behaves the same in check mode.
+  diff_mode:
+    support: N/A
+    details: This module changes nothing, so it has no diff.
+"""
+
+    # Modules that run a job (mpirun, nccl-tests): not idempotent by nature.
+    JOB_MODULE = r"""
+options: {}
+attributes:
+  check_mode:
+    support: partial
+    details: In check mode the job is not run; the module returns the command it would run.
+  diff_mode:
+    support: none
+  idempotent:
+    support: none
+    details: Running a job is an action, not a state. Use O(creates)/O(removes) to guard a run.
+"""
