@@ -22,6 +22,10 @@ def lab_host(name):
         "ssh://root@127.0.0.1:%d" % vm["port"],
         ssh_identity_file=os.path.join(LAB_CACHE, "id_ed25519"),
         ssh_extra_args="-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
+        # One SSH connection per VM for the whole session: a fresh handshake with a
+        # software-emulated guest costs seconds.
+        controlpath="/tmp/aiinfra-lab-ssh-%d.sock" % vm["port"],
+        controlpersist=120,
     )
 
 
