@@ -1,0 +1,199 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: aiinfra.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: fio_run
+short_description: Run an fio job and return its results as structured data
+version_added: 0.1.0
+description:
+  - Runs C(fio --output-format=json) with one job described by options, or with a job file,
+    and parses the JSON into read/write IOPS, bandwidth and latency percentiles per job.
+  - Fails when fio fails or any job reports an error (for example a C(verify) mismatch),
+    unless O(fail_on_job_error=false).
+options:
+  filename:
+    description: File or block device the job runs on. Required unless O(job_file) is given.
+    type: path
+  job_file:
+    description: An fio job file on the managed node; the job options below are then ignored.
+    type: path
+  name:
+    description: Job name.
+    type: str
+    default: aiinfra
+  rw:
+    description: I/O pattern (fio's C(rw)).
+    type: str
+    default: randrw
+    choices: [read, write, randread, randwrite, rw, readwrite, randrw, trim, randtrim, trimwrite]
+  bs:
+    description: Block size (fio's C(bs)), for example C(4k).
+    type: str
+    default: 4k
+  size:
+    description: Amount of I/O per job (fio's C(size)), for example C(64M).
+    type: str
+    default: 64M
+  iodepth:
+    description: Queue depth. Keep it low (at most 4) on soft-RoCE under emulation.
+    type: int
+    default: 4
+  numjobs:
+    description: Number of clones of the job.
+    type: int
+    default: 1
+  runtime:
+    description: Time limit in seconds (fio's C(runtime)); V(0) means none.
+    type: int
+    default: 0
+  time_based:
+    description: Keep running until O(runtime) even when O(size) is done.
+    type: bool
+    default: false
+  ioengine:
+    description: fio I/O engine.
+    type: str
+    default: libaio
+  direct:
+    description: Use O_DIRECT (bypass the page cache).
+    type: bool
+    default: true
+  verify:
+    description: Verification method (fio's C(verify)), for example C(crc32c); empty disables it.
+    type: str
+    default: ""
+  extra_args:
+    description: More fio command-line arguments, appended as given (e.g. C(--verify_fatal=1)).
+    type: list
+    elements: str
+    default: []
+  fail_on_job_error:
+    description: Fail when a job reports a non-zero error.
+    type: bool
+    default: true
+  timeout:
+    description: Seconds to wait for fio before failing.
+    type: int
+    default: 600
+extends_documentation_fragment:
+  - aiinfra.fabric.attributes
+  - aiinfra.fabric.attributes.job_module
+requirements:
+  - fio 3.x on the managed node.
+author:
+  - aiinfra.fabric developers
+"""
+
+EXAMPLES = r"""
+- name: Run a light random read/write job with crc32c verification on the NVMe-oF namespace
+  aiinfra.fabric.fio_run:
+    filename: "{{ nvmeof_initiator_result.devices[0].path }}"
+    rw: randrw
+    bs: 4k
+    size: 32M
+    iodepth: 4
+    verify: crc32c
+  register: fio
+
+- name: Show the write IOPS of the first job
+  ansible.builtin.debug:
+    msg: "{{ fio.jobs[0].write.iops }}"
+"""
+
+RETURN = r"""
+command:
+  description: The fio command line.
+  returned: always
+  type: list
+  elements: str
+fio_version:
+  description: fio's version string from the JSON document.
+  returned: when fio ran
+  type: str
+  sample: fio-3.33
+jobs:
+  description:
+    - One entry per job, with C(name), C(error) and C(read)/C(write)/C(trim) (V(null) when the
+      job did no I/O in that direction).
+    - Each direction has C(iops), C(bw_bytes) (bytes/s), C(bw_mib) (MiB/s), C(io_bytes),
+      C(total_ios), C(runtime_ms), C(clat_us) and C(lat_us) (C(mean), C(min), C(max), C(p50),
+      C(p90), C(p95), C(p99), C(p99_9) in microseconds).
+  returned: when fio ran
+  type: list
+  elements: dict
+totals:
+  description: Sums over the jobs of read/write IOPS, bandwidth (bytes/s) and bytes moved.
+  returned: when fio ran
+  type: dict
+errors:
+  description: Jobs that reported an error, with fio's error number.
+  returned: when fio ran
+  type: list
+  elements: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.aiinfra.fabric.plugins.module_utils.fio import (
+    FioError,
+    build_argv,
+    parse_fio_json,
+    validate_options,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            filename=dict(type="path"),
+            job_file=dict(type="path"),
+            name=dict(type="str", default="aiinfra"),
+            rw=dict(type="str", default="randrw", choices=["read", "write", "randread", "randwrite", "rw", "readwrite",
+                                                           "randrw", "trim", "randtrim", "trimwrite"]),
+            bs=dict(type="str", default="4k"),
+            size=dict(type="str", default="64M"),
+            iodepth=dict(type="int", default=4),
+            numjobs=dict(type="int", default=1),
+            runtime=dict(type="int", default=0),
+            time_based=dict(type="bool", default=False),
+            ioengine=dict(type="str", default="libaio"),
+            direct=dict(type="bool", default=True),
+            verify=dict(type="str", default=""),
+            extra_args=dict(type="list", elements="str", default=[]),
+            fail_on_job_error=dict(type="bool", default=True),
+            timeout=dict(type="int", default=600),
+        ),
+        required_one_of=[("filename", "job_file")],
+        supports_check_mode=True,
+    )
+    p = module.params
+    try:
+        validate_options(p)
+    except FioError as exc:
+        module.fail_json(msg=exc.msg, **exc.details)
+    argv = build_argv(module.get_bin_path("fio", required=True), p)
+    if module.check_mode:
+        module.exit_json(changed=False, command=argv, msg="check mode: fio not run")
+    timeout_bin = module.get_bin_path("timeout")
+    run_argv = ([timeout_bin, str(p["timeout"])] + argv) if timeout_bin and p["timeout"] > 0 else argv
+    rc, out, err = module.run_command(run_argv, environ_update={"LC_ALL": "C"})
+    if rc == 124 and timeout_bin:
+        module.fail_json(msg="fio did not finish within timeout=%d seconds" % p["timeout"], command=argv, rc=rc,
+                         stdout=out, stderr=err)
+    try:
+        summary = parse_fio_json(out)
+    except FioError as exc:
+        module.fail_json(msg="fio failed (rc=%d): %s; %s" % (rc, exc.msg, err.strip()), command=argv, rc=rc,
+                         stdout=out, stderr=err)
+    result = dict(changed=True, command=argv, rc=rc, stderr=err, **summary)
+    if rc != 0 or (summary["errors"] and p["fail_on_job_error"]):
+        module.fail_json(msg="fio reported errors (rc=%d): %s %s" % (rc, summary["errors"], err.strip()), **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
