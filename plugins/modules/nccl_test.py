@@ -1,0 +1,429 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: aiinfra.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: nccl_test
+short_description: Run one NVIDIA nccl-tests benchmark and return every result row, with pass/fail gates
+version_added: 0.1.0
+description:
+  - Runs one of NVIDIA's nccl-tests binaries (C(all_reduce_perf), C(all_gather_perf), ...) on the
+    GPUs of one node, or across nodes through C(mpirun) or Slurm's C(srun), and returns the whole
+    result table as data - not only the average line.
+  - Uses the binary's JSON report (C(-J), nccl-tests 2.17 and later) when the binary offers it and
+    the report is written on this host; otherwise parses the printed table. Both the current layout
+    (C(root), C(#wrong)) and the older one (C(error) column, no C(root)) are understood, with
+    C(mpirun --tag-output) / C(srun --label) prefixes and NCCL INFO/WARN lines mixed in.
+  - Fails when a value was wrong (C(#wrong) not 0), when the out-of-bounds footer says FAILED, and
+    when the out-of-place bus bandwidth at the largest size is below O(min_busbw) (or the
+    O(min_busbw_per_gpu) bound for the GPU model). The message names the value, the bound, the
+    host and the devices.
+  - Recognises the classic multi-node mistake, a binary built without C(MPI=1) started by a launcher
+    (every process runs alone and prints its own header and rank 0), and fails saying to rebuild.
+  - The job runs through the collection's shared launcher code (the same as
+    C(aiinfra.fabric.mpi_run)); on timeout the launcher and every process it started are stopped.
+  - A benchmark is not a state. The module never reports C(changed); it is not idempotent (each run
+    measures again) and takes O(creates)/O(removes) guards.
+options:
+  test:
+    description: The collective to measure; runs C(<test>_perf<binary_suffix>) from O(binary_dir).
+    type: str
+    required: true
+    choices: [all_reduce, all_gather, broadcast, reduce, reduce_scatter, alltoall, gather, scatter, sendrecv, hypercube]
+  binary_dir:
+    description: Directory holding the nccl-tests binaries (the C(build) directory of a nccl-tests build).
+    type: path
+    required: true
+  binary_suffix:
+    description: The C(NAME_SUFFIX) the binaries were built with, for example C(_mpi).
+    type: str
+    default: ""
+  minbytes:
+    description: Smallest message size (C(-b)); a byte count with an optional K, M or G suffix (powers of 1024).
+    type: str
+    default: "8"
+  maxbytes:
+    description: Largest message size (C(-e)); the busbw gate is applied at this size.
+    type: str
+    default: 128M
+  stepfactor:
+    description: Multiply the size by this factor between steps (C(-f)). Ignored when O(stepbytes) is set.
+    type: int
+    default: 2
+  stepbytes:
+    description: Add this many bytes between steps (C(-i)) instead of multiplying.
+    type: str
+  ngpus:
+    description: GPUs per thread (C(-g)). With O(launcher=none) this is how many GPUs of the node are used.
+    type: int
+    default: 1
+  threads:
+    description: Threads per process (C(-t)).
+    type: int
+    default: 1
+  iters:
+    description: Timed iterations per size (C(-n)); nccl-tests' default when not set.
+    type: int
+  warmup_iters:
+    description: Untimed warm-up iterations (C(-w)).
+    type: int
+  check:
+    description: Iterations whose results are checked (C(-c)); V(0) turns checking off (C(#wrong) then reads N/A).
+    type: int
+  op:
+    description: Reduction operation (C(-o)).
+    type: str
+    choices: [sum, prod, min, max, avg, mulsum, all]
+  datatype:
+    description: Data type (C(-d)), for example C(float), C(half), C(bfloat16), or C(all).
+    type: str
+  root:
+    description: Root rank for rooted collectives (C(-r)).
+    type: int
+  blocking:
+    description: Blocking mode (C(-z)) - 0 non-blocking, 1 wait and barrier after each iteration, 2 wait only, 3 per outer iteration.
+    type: int
+    choices: [0, 1, 2, 3]
+  cudagraph:
+    description: Capture the iterations as a CUDA graph and replay it this many times (C(-G)).
+    type: int
+  extra_args:
+    description: More nccl-tests arguments, passed as they are after the others.
+    type: list
+    elements: str
+    default: []
+  json:
+    description:
+      - Whether to read the results from the binary's C(-J) JSON report.
+      - V(auto) uses it when C(<binary> -h) lists C(-J) and O(launcher=none) (with a launcher, rank 0 and
+        therefore the report may be on another host); V(always) requires it; V(never) parses the table.
+      - The report lists the environment of rank 0; the module keeps only the results and deletes the file.
+    type: str
+    choices: [auto, always, never]
+    default: auto
+  environment:
+    description:
+      - Environment variables for the benchmark (C(NCCL_DEBUG), C(NCCL_IB_HCA), C(NCCL_SOCKET_IFNAME), ...).
+      - With O(launcher=mpirun) they are exported to every rank (C(-x NAME=VALUE)); with O(launcher=srun)
+        through C(--export). A null value passes the launcher's own value.
+    type: dict
+    default: {}
+  timeout:
+    description: Seconds after which the job is stopped (the launcher and every process it started) and the task fails.
+    type: int
+    default: 1800
+  launcher:
+    description:
+      - V(none) runs the binary as one process on this host (use O(ngpus) for its GPUs).
+      - V(mpirun) runs it across O(hosts) with a hostfile; the binary must be built with C(MPI=1).
+      - V(srun) runs it as a Slurm job step.
+    type: str
+    choices: [none, mpirun, srun]
+    default: none
+  mpirun_path:
+    description: The mpirun to use; found on the PATH when not set.
+    type: path
+  srun_path:
+    description: The srun to use; found on the PATH when not set.
+    type: path
+  hosts:
+    description:
+      - Hosts for O(launcher=mpirun) (written to a private hostfile) or the node list for O(launcher=srun).
+      - Each item is a name or a dict with C(name) and C(slots) (processes on that host, usually its GPU count).
+    type: list
+    elements: raw
+  np:
+    description: Number of processes. Defaults to the sum of the hosts' slots; larger is refused.
+    type: int
+  mca:
+    description: Open MPI MCA parameters (C(--mca NAME VALUE)), for example C(btl_tcp_if_include).
+    type: dict
+    default: {}
+  allow_run_as_root:
+    description: Pass Open MPI's C(--allow-run-as-root). Only when you really run the job as root.
+    type: bool
+    default: false
+  launcher_args:
+    description: More launcher arguments, passed as they are before the binary.
+    type: list
+    elements: str
+    default: []
+  srun_nodes:
+    description: C(srun --nodes).
+    type: int
+  srun_ntasks_per_node:
+    description: C(srun --ntasks-per-node).
+    type: int
+  srun_mpi:
+    description: C(srun --mpi), for example C(pmix).
+    type: str
+  min_busbw:
+    description: Lowest acceptable out-of-place bus bandwidth in GB/s at the largest size.
+    type: float
+  min_busbw_per_gpu:
+    description:
+      - Bounds per GPU model - the key is matched case-insensitively against the GPU names nccl-tests
+        prints (for example C(H100), C(A10)); the first match wins over O(min_busbw). When the job spans
+        several models, the strictest matching bound applies.
+    type: dict
+    default: {}
+  creates:
+    description: Do not run when this path exists.
+    type: path
+  removes:
+    description: Do not run unless this path exists.
+    type: path
+extends_documentation_fragment:
+  - aiinfra.fabric.attributes
+  - aiinfra.fabric.attributes.job_module
+notes:
+  - Needs NVIDIA GPUs, the NCCL library and a build of nccl-tests; the C(aiinfra.fabric.nccl_tests) role
+    installs and builds them.
+  - O(launcher=mpirun) with a binary built without C(MPI=1) does not fail by itself; this module detects it.
+seealso:
+  - name: nccl-tests
+    description: NVIDIA's NCCL performance tests and the meaning of algbw and busbw.
+    link: https://github.com/NVIDIA/nccl-tests
+author:
+  - aiinfra.fabric developers
+"""
+
+EXAMPLES = r"""
+- name: Measure all_reduce on the 8 GPUs of this node, failing under 350 GB/s on H100s
+  aiinfra.fabric.nccl_test:
+    test: all_reduce
+    binary_dir: /opt/nccl-tests/build
+    minbytes: 8
+    maxbytes: 8G
+    ngpus: 8
+    min_busbw_per_gpu:
+      H100: 350
+
+- name: Measure all_reduce across the GPU nodes, one process per GPU
+  aiinfra.fabric.nccl_test:
+    test: all_reduce
+    binary_dir: /opt/nccl-tests/build
+    maxbytes: 1G
+    launcher: mpirun
+    hosts:
+      - {name: te1, slots: 2}
+      - {name: te2, slots: 1}
+    mca:
+      pml: ob1
+      btl: tcp,self
+      btl_tcp_if_include: eth0
+    environment:
+      NCCL_DEBUG: WARN
+  register: allreduce
+
+- name: Show the bus bandwidth at the largest size
+  ansible.builtin.debug:
+    msg: "{{ allreduce.largest_size_busbw }} GB/s at {{ allreduce.largest_size }} bytes"
+"""
+
+RETURN = r"""
+rows:
+  description: Every result row. C(wrong) is null when checking was off (N/A) or in the older layout, which prints C(error) (largest deviation) instead.
+  returned: when the job ran
+  type: list
+  elements: dict
+  sample:
+    - size: 134217728
+      count: 33554432
+      type: float
+      redop: sum
+      root: -1
+      out_of_place: {time_us: 1916.4, algbw: 70.04, busbw: 122.57, wrong: 0}
+      in_place: {time_us: 1907.8, algbw: 70.35, busbw: 123.11, wrong: 0}
+avg_busbw:
+  description: The C(Avg bus bandwidth) footer as printed (an average over every row, small sizes included).
+  returned: when the job ran
+  type: float
+peak_busbw:
+  description: Highest out-of-place busbw in GB/s, and RV(peak_busbw_size) its size in bytes.
+  returned: when the job ran
+  type: float
+peak_busbw_size:
+  description: Size in bytes of the row with RV(peak_busbw).
+  returned: when the job ran
+  type: int
+largest_size:
+  description: Largest size measured, in bytes.
+  returned: when the job ran
+  type: int
+largest_size_busbw:
+  description: Out-of-place busbw at RV(largest_size) (the slowest row when several types/ops ran), what the gate compares.
+  returned: when the job ran
+  type: float
+wrong_total:
+  description: Sum of all C(#wrong) values, in place and out of place.
+  returned: when the job ran
+  type: int
+out_of_bounds:
+  description: The C(Out of bounds values) footer count.
+  returned: when the job ran
+  type: int
+devices:
+  description: The device list nccl-tests printed (rank, group, pid, host, device, bus_id, name).
+  returned: when the job ran
+  type: list
+  elements: dict
+hosts:
+  description: Hosts in the device list, in rank order.
+  returned: when the job ran
+  type: list
+  elements: str
+nranks:
+  description: Number of ranks (GPUs) in the job.
+  returned: when the job ran
+  type: int
+version:
+  description: nccl-tests version, NCCL header and library codes (nccl-tests 2.17+), and the C(NCCL version) line.
+  returned: when the job ran
+  type: dict
+  sample: {nccl_tests: 2.18.3, nccl_headers: 23003, nccl_library: 23003, nccl: 2.30.3+cuda13.0}
+result_source:
+  description: V(json) when the rows came from the C(-J) report, V(text) when from the printed table.
+  returned: when the job ran
+  type: str
+gates:
+  description: C(passed), C(failures) (messages), C(min_busbw) (the bound used) and C(bound_source).
+  returned: when the job ran
+  type: dict
+command:
+  description: The command as an argv list (in check mode the hostfile path reads C(<hostfile>)).
+  returned: always
+  type: list
+  elements: str
+cmd:
+  description: The command as one shell-quoted string, for reading.
+  returned: always
+  type: str
+duration:
+  description: Seconds the job ran.
+  returned: when the job ran
+  type: float
+rc:
+  description: Exit status of the binary or launcher.
+  returned: when the job ran
+  type: int
+stdout:
+  description: What the job printed.
+  returned: when the job ran
+  type: str
+stderr:
+  description: What the job printed on stderr.
+  returned: when the job ran
+  type: str
+"""
+
+import os
+import platform
+import shlex
+import shutil
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.aiinfra.fabric.plugins.module_utils import launcher as L
+from ansible_collections.aiinfra.fabric.plugins.module_utils import nccl_tests as N
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl_job import (
+    NcclJobError,
+    plan_job,
+    read_report,
+    result_fields,
+)
+
+
+def argument_spec():
+    return dict(
+        test=dict(type="str", required=True, choices=list(N.TESTS)),
+        binary_dir=dict(type="path", required=True),
+        binary_suffix=dict(type="str", default=""),
+        minbytes=dict(type="str", default="8"),
+        maxbytes=dict(type="str", default="128M"),
+        stepfactor=dict(type="int", default=2),
+        stepbytes=dict(type="str"),
+        ngpus=dict(type="int", default=1),
+        threads=dict(type="int", default=1),
+        iters=dict(type="int"),
+        warmup_iters=dict(type="int"),
+        check=dict(type="int"),
+        op=dict(type="str", choices=list(N.OPS)),
+        datatype=dict(type="str"),
+        root=dict(type="int"),
+        blocking=dict(type="int", choices=[0, 1, 2, 3]),
+        cudagraph=dict(type="int"),
+        extra_args=dict(type="list", elements="str", default=[]),
+        json=dict(type="str", choices=["auto", "always", "never"], default="auto"),
+        environment=dict(type="dict", default={}),
+        timeout=dict(type="int", default=1800),
+        launcher=dict(type="str", choices=["none", "mpirun", "srun"], default="none"),
+        mpirun_path=dict(type="path"),
+        srun_path=dict(type="path"),
+        hosts=dict(type="list", elements="raw"),
+        np=dict(type="int"),
+        mca=dict(type="dict", default={}),
+        allow_run_as_root=dict(type="bool", default=False),
+        launcher_args=dict(type="list", elements="str", default=[]),
+        srun_nodes=dict(type="int"),
+        srun_ntasks_per_node=dict(type="int"),
+        srun_mpi=dict(type="str"),
+        min_busbw=dict(type="float"),
+        min_busbw_per_gpu=dict(type="dict", default={}),
+        creates=dict(type="path"),
+        removes=dict(type="path"),
+    )
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    p = module.params
+
+    for guard, wanted in (("creates", True), ("removes", False)):
+        if p[guard] and os.path.exists(p[guard]) == wanted:
+            module.exit_json(changed=False, skipped=True, command=[], cmd="",
+                             msg="not run: %s %s" % (p[guard], "exists" if wanted else "does not exist"))
+
+    def run_command(argv, env=None):
+        update = dict((k, str(v)) for k, v in (env or {}).items())
+        update["LC_ALL"] = "C"
+        return module.run_command(argv, environ_update=update)
+
+    def find(name, given):
+        return given or module.get_bin_path(name, required=True)
+
+    workdir = None
+    try:
+        plan = plan_job(p, find=find, run_command=run_command, check_mode=module.check_mode,
+                        exists=os.path.exists, executable=lambda path: os.access(path, os.X_OK))
+        for warning in plan.warnings:
+            module.warn(warning)
+        if module.check_mode:
+            module.exit_json(changed=False, command=plan.argv_for_display(), cmd=plan.cmd_for_display(),
+                             msg="check mode: the benchmark was not run")
+        workdir = tempfile.mkdtemp(prefix="aiinfra-nccl-")
+        argv = plan.materialize(workdir)
+        job = L.run_job(argv, timeout=p["timeout"], env=plan.env)
+        report = read_report(job, plan, workdir)
+    except (NcclJobError, N.NcclTestsError, L.LauncherError) as exc:
+        module.fail_json(msg=str(exc))
+    finally:
+        if workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    fields = result_fields(report, job, plan, host=platform.node(), min_busbw=p["min_busbw"],
+                           min_busbw_per_gpu=p["min_busbw_per_gpu"], timeout=p["timeout"])
+    fields["command"] = argv
+    fields["cmd"] = " ".join(shlex.quote(a) for a in argv)
+    failure = fields.pop("failure")
+    if failure:
+        module.fail_json(msg=failure, changed=False, **fields)
+    module.exit_json(changed=False, **fields)
+
+
+if __name__ == "__main__":
+    main()
