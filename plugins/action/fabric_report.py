@@ -1,0 +1,291 @@
+# -*- coding: utf-8 -*-
+# Copyright: aiinfra.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin for aiinfra.fabric.fabric_report: runs on the controller only.
+
+Collects the benchmark result facts of the play's hosts from hostvars, judges them
+(report_checks) and writes the results folder (report_render). See the module
+documentation in plugins/modules/fabric_report.py.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+import shutil
+import socket
+import tempfile
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.text.converters import to_text
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report_checks import FAIL, evaluate, load_baseline, \
+    normalize_references
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report_model import BENCHMARKS, RESULT_FACTS, SCHEMA, \
+    SCHEMA_VERSION, ReportError, collect, derive_metrics
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report_render import render_files
+
+try:
+    import yaml
+except ImportError:  # pragma: no cover - PyYAML comes with ansible-core
+    yaml = None
+
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+
+ARGSPEC = dict(
+    output_dir=dict(type="path", required=True),
+    run_id=dict(type="str"),
+    label=dict(type="str", default=""),
+    hosts=dict(type="list", elements="str"),
+    facts=dict(type="list", elements="str", default=list(RESULT_FACTS)),
+    inputs=dict(type="list", elements="path", default=[]),
+    thresholds=dict(type="list", elements="dict", default=[]),
+    thresholds_file=dict(type="path"),
+    baseline=dict(type="path"),
+    baseline_tolerance=dict(type="float", default=0.1),
+    baseline_warn=dict(type="float", default=0.05),
+    baseline_gate=dict(type="bool", default=True),
+    outliers=dict(type="bool", default=True),
+    outlier_threshold=dict(type="float", default=0.3),
+    outlier_min_peers=dict(type="int", default=2),
+    outlier_gate=dict(type="bool", default=False),
+    builtin_gate=dict(type="bool", default=True),
+    plots=dict(type="bool", default=True),
+    save_baseline=dict(type="path"),
+    update_latest=dict(type="bool", default=True),
+    fail_on_gate=dict(type="bool", default=True),
+    host_class_var=dict(type="str", default="fabric_host_class"),
+    gpu_model_var=dict(type="str", default="gpu_model"),
+    transport_var=dict(type="str", default="fabric_transport"),
+)
+
+
+def _plain(value):
+    """Hostvars values as plain JSON data (no tagged/lazy container types)."""
+    if isinstance(value, dict):
+        return dict((to_text(k), _plain(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple, set)):
+        return [_plain(v) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    return to_text(value)
+
+
+def _read_data(path, what):
+    try:
+        with open(path, "r") as handle:
+            text = handle.read()
+    except (IOError, OSError) as exc:
+        raise ReportError("cannot read %s %s: %s" % (what, path, exc))
+    try:
+        if path.endswith((".yml", ".yaml")):
+            if yaml is None:
+                raise ReportError("PyYAML is needed to read %s %s" % (what, path))
+            return yaml.safe_load(text)
+        return json.loads(text)
+    except ValueError as exc:
+        raise ReportError("%s %s is not valid JSON: %s" % (what, path, exc))
+    except Exception as exc:  # yaml.YAMLError
+        raise ReportError("%s %s is not valid YAML: %s" % (what, path, exc))
+
+
+def _results_path(path):
+    """A results folder (or its ``latest`` link) -> its results.json."""
+    return os.path.join(path, "results.json") if os.path.isdir(path) else path
+
+
+def _write_tree(final, files):
+    """Write the files into a private temporary folder beside ``final``, then rename it."""
+    parent = os.path.dirname(final)
+    tmp = tempfile.mkdtemp(prefix=".fabric_report-", dir=parent)
+    try:
+        for name, text in files.items():
+            with open(os.path.join(tmp, name), "w") as handle:
+                handle.write(text)
+        os.chmod(tmp, 0o755)
+        os.rename(tmp, final)
+    except Exception:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _atomic_file(path, text):
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        os.makedirs(directory)
+    fd, tmp = tempfile.mkstemp(prefix=".fabric_report-", dir=directory)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)
+        os.rename(tmp, path)
+    except Exception:
+        os.unlink(tmp)
+        raise
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        del tmp
+        task_vars = task_vars or {}
+        dummy, args = self.validate_argument_spec(argument_spec=ARGSPEC)
+        try:
+            return self._run(args, task_vars, result)
+        except ReportError as exc:
+            raise AnsibleActionFail("fabric_report: %s" % exc)
+
+    def _validate(self, args):
+        for name in ("baseline_tolerance", "baseline_warn", "outlier_threshold"):
+            if not 0 <= args[name] < 10:
+                raise ReportError("%s must be a fraction between 0 and 10 (0.1 = 10 %%), got %r" % (name, args[name]))
+        if args["baseline_warn"] > args["baseline_tolerance"]:
+            raise ReportError("baseline_warn (%r) must not exceed baseline_tolerance (%r)"
+                              % (args["baseline_warn"], args["baseline_tolerance"]))
+        if args["outlier_min_peers"] < 1:
+            raise ReportError("outlier_min_peers must be at least 1, got %r" % args["outlier_min_peers"])
+        if args["run_id"] is not None and not _RUN_ID.match(args["run_id"]):
+            raise ReportError("run_id %r may hold only letters, digits, '_', '.' and '-' (a folder name)" % args["run_id"])
+        unknown = sorted(set(args["facts"]) - set(RESULT_FACTS))
+        if unknown:
+            raise ReportError("facts %s are not result facts this report knows (known: %s)"
+                              % (", ".join(unknown), ", ".join(RESULT_FACTS)))
+
+    def _gather(self, args, task_vars):
+        hostvars = task_vars.get("hostvars") or {}
+        hosts = args["hosts"]
+        if hosts is None:
+            hosts = list((task_vars.get("groups") or {}).get("all", []))
+        host_facts, host_info = {}, {}
+        for host in hosts:
+            if host not in hostvars:
+                raise ReportError("hosts: %r is not in the inventory" % host)
+            hv = hostvars[host]
+            facts = {}
+            for name in args["facts"]:
+                value = hv.get(name) if hasattr(hv, "get") else None
+                if value is not None:
+                    facts[name] = _plain(value)
+            if not facts:
+                continue
+            host_facts[host] = facts
+            info = {"groups": sorted(g for g, members in (task_vars.get("groups") or {}).items()
+                                     if host in members and g not in ("all", "ungrouped"))}
+            for key, var in (("host_class", args["host_class_var"]), ("gpu_model", args["gpu_model_var"]),
+                             ("transport", args["transport_var"])):
+                value = hv.get(var) if hasattr(hv, "get") else None
+                if value is not None and value != "":
+                    info[key] = to_text(value)
+            host_info[host] = info
+        return host_facts, host_info
+
+    def _run(self, args, task_vars, result):
+        self._validate(args)
+        host_facts, host_info = self._gather(args, task_vars)
+        benchmarks, hosts = collect(host_facts, host_info)
+        for path in args["inputs"]:
+            data = _read_data(self._loader.path_dwim(path), "input")
+            if isinstance(data, dict) and data.get("schema") == SCHEMA:
+                for bench in BENCHMARKS:
+                    benchmarks[bench].extend(data.get("benchmarks", {}).get(bench, []))
+                hosts.update(data.get("hosts") or {})
+            elif isinstance(data, dict):
+                more_b, more_h = collect(data)
+                for bench in BENCHMARKS:
+                    benchmarks[bench].extend(more_b[bench])
+                hosts.update(more_h)
+            else:
+                raise ReportError("input %s must hold a results.json or a mapping of host to facts" % path)
+        metrics = derive_metrics(benchmarks, hosts)
+
+        refs = []
+        if args["thresholds_file"]:
+            path = self._loader.path_dwim(args["thresholds_file"])
+            refs += normalize_references(_read_data(path, "thresholds_file"), origin=os.path.basename(path))
+        refs += normalize_references(_plain(args["thresholds"]), origin="thresholds")
+        for index, ref in enumerate(refs):
+            ref["index"] = index  # later entries (inline thresholds) win ties over the file's
+
+        baseline = baseline_info = None
+        if args["baseline"]:
+            bpath = _results_path(self._loader.path_dwim(args["baseline"]))
+            if not os.path.exists(bpath):
+                raise ReportError("baseline %s does not exist (store one with save_baseline, or drop baseline)" % bpath)
+            bdoc = _read_data(bpath, "baseline")
+            baseline = load_baseline(bdoc, origin=bpath)
+            baseline_info = {"source": os.path.realpath(bpath), "run_id": (bdoc.get("run") or {}).get("id"),
+                             "tolerance": args["baseline_tolerance"], "warn": args["baseline_warn"],
+                             "gate": args["baseline_gate"]}
+        checks, summary = evaluate(
+            metrics, refs=refs, baseline=baseline,
+            baseline_opts=dict(tolerance=args["baseline_tolerance"], warn=args["baseline_warn"],
+                               gate=args["baseline_gate"], run_id=(baseline_info or {}).get("run_id")),
+            outlier_opts=dict(threshold=args["outlier_threshold"], min_peers=args["outlier_min_peers"],
+                              gate=args["outlier_gate"]) if args["outliers"] else None,
+            builtin_gate=args["builtin_gate"], hosts=set(hosts))
+
+        now = datetime.datetime.now(datetime.timezone.utc)
+        output_dir = os.path.abspath(args["output_dir"])
+        run_id = args["run_id"] or now.strftime("%Y%m%dT%H%M%SZ")
+        folder = os.path.join(output_dir, run_id)
+        n = 1
+        while os.path.exists(folder):
+            n += 1
+            folder = os.path.join(output_dir, "%s-%d" % (run_id, n))
+        run_id = os.path.basename(folder)
+        document = {
+            "schema": SCHEMA, "schema_version": SCHEMA_VERSION,
+            "run": {"id": run_id, "generated": now.isoformat().replace("+00:00", "Z"), "label": args["label"],
+                    "controller": socket.gethostname(), "playbook": task_vars.get("ansible_play_name"),
+                    "ansible_version": (task_vars.get("ansible_version") or {}).get("full")},
+            "hosts": hosts, "benchmarks": benchmarks, "metrics": metrics, "checks": checks, "summary": summary,
+            "baseline": baseline_info,
+            "references": [dict((k, v) for k, v in r.items() if k != "index") for r in refs],
+        }
+        try:
+            files = render_files(document, plots=args["plots"])
+        except ImportError as exc:
+            raise ReportError(str(exc))
+
+        check_mode = bool(self._task.check_mode)
+        if not check_mode:
+            if not os.path.isdir(output_dir):
+                os.makedirs(output_dir)
+            _write_tree(folder, files)
+            if args["update_latest"]:
+                link = os.path.join(output_dir, "latest")
+                if os.path.islink(link) or not os.path.exists(link):
+                    tmp_link = link + ".tmp-%d" % os.getpid()
+                    os.symlink(run_id, tmp_link)
+                    os.rename(tmp_link, link)
+            if args["save_baseline"] and summary["status"] != FAIL:
+                _atomic_file(_results_path(os.path.abspath(args["save_baseline"])), files["results.json"])
+
+        gated = [c for c in checks if c["status"] == FAIL]
+        result.update({
+            "changed": True,
+            "path": folder,
+            "run_id": run_id,
+            "files": sorted(files),
+            "status": summary["status"],
+            "summary": dict((k, v) for k, v in summary.items() if k != "metric_status"),
+            "baseline_saved": bool(args["save_baseline"] and summary["status"] != FAIL and not check_mode),
+        })
+        if gated and args["fail_on_gate"]:
+            result["failed"] = True
+            result["msg"] = "fabric_report: %d gated check(s) failed (report in %s):\n%s" % (
+                len(gated), folder, "\n".join(summary["failures"]))
+        else:
+            result["msg"] = "fabric_report: %s, %d metrics, %d warning(s); report in %s" % (
+                summary["status"], summary["metrics"], len(summary["warnings"]), folder)
+        return result
