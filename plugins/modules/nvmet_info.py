@@ -1,0 +1,109 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: aiinfra.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: nvmet_info
+short_description: Read the whole Linux kernel NVMe-oF target (nvmet) configuration
+version_added: 0.1.0
+description:
+  - Reads C(<configfs_root>/nvmet) and returns it in the nvmetcli save-file schema (hosts, ports, subsystems),
+    so it can be compared, saved or fed to C(nvmetcli restore) or the C(nvmet) module_utils' C(restore).
+  - DH-HMAC-CHAP keys are masked as C(********).
+author:
+  - aiinfra.fabric contributors
+extends_documentation_fragment:
+  - aiinfra.fabric.attributes
+  - aiinfra.fabric.attributes.info_module
+options:
+  configfs_root:
+    description: Where configfs is mounted.
+    type: path
+    default: /sys/kernel/config
+notes:
+  - Fails when C(<configfs_root>/nvmet) does not exist (nvmet kernel module not loaded).
+seealso:
+  - module: aiinfra.fabric.nvmet_subsystem
+  - module: aiinfra.fabric.nvmet_port
+  - module: aiinfra.fabric.nvmet_host
+"""
+
+EXAMPLES = r"""
+- name: Read the target configuration
+  aiinfra.fabric.nvmet_info:
+  register: __nvmet_register_info
+
+- name: Show the subsystems
+  ansible.builtin.debug:
+    msg: "{{ __nvmet_register_info.nvmet.subsystems | map(attribute='nqn') }}"
+"""
+
+RETURN = r"""
+nvmet:
+  description: The target configuration in nvmetcli's save-file schema; keys masked.
+  returned: always
+  type: dict
+  contains:
+    hosts:
+      description: Host entries, C({nqn, dhchap?: {key, ctrl_key, hash, dhgroup}}).
+      type: list
+      elements: dict
+    ports:
+      description: Ports, C({portid, addr, param, subsystems, referrals, ana_groups}).
+      type: list
+      elements: dict
+    subsystems:
+      description: Subsystems, C({nqn, attr, allowed_hosts, namespaces}).
+      type: list
+      elements: dict
+  sample:
+    hosts: [{nqn: "nqn.2014-08.org.nvmexpress:uuid:2bd0d2b2-5c8b-4c5a-9a6f-0e7d0b7a3f11",
+             dhchap: {key: "********", hash: hmac(sha256), dhgroup: "null"}}]
+    ports:
+      - portid: 1
+        addr: {adrfam: ipv4, traddr: 10.99.0.1, treq: not specified, trsvcid: "4420", trtype: tcp, tsas: none}
+        param: {inline_data_size: "-1", max_queue_size: "-1", pi_enable: "0"}
+        subsystems: [nqn.2024-04.com.example:te1.target1]
+        referrals: []
+        ana_groups: [{grpid: 1, ana: {state: optimized}}]
+    subsystems:
+      - nqn: nqn.2024-04.com.example:te1.target1
+        attr: {allow_any_host: "0", model: Linux, serial: 7261cd9a61165179a56a, version: "1.3"}
+        allowed_hosts: ["nqn.2014-08.org.nvmexpress:uuid:2bd0d2b2-5c8b-4c5a-9a6f-0e7d0b7a3f11"]
+        namespaces:
+          - nsid: 1
+            enable: 1
+            device: {path: /var/lib/nvmet/disk1.img, uuid: c1dcff13-cbcf-44e6-997c-ee94dc0b42e3,
+                     nguid: 00000000-0000-0000-0000-000000000000}
+            ana_grpid: 1
+            buffered_io: 0
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import (
+    ConfigfsTree,
+    NvmetError,
+    check_configfs,
+    to_savefile,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(configfs_root=dict(type="path", default="/sys/kernel/config")),
+        supports_check_mode=True,
+    )
+    tree = ConfigfsTree(module.params["configfs_root"])
+    try:
+        check_configfs(tree)
+    except NvmetError as exc:
+        module.fail_json(msg=exc.msg)
+    module.exit_json(changed=False, nvmet=to_savefile(tree.read(), mask_keys=True))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,252 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: aiinfra.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: nvmet_port
+short_description: Manage an NVMe-oF port of the Linux kernel target (nvmet) through configfs
+version_added: 0.1.0
+description:
+  - Declares one port under C(<configfs_root>/nvmet/ports/<port_id>) (transport, address, parameters) and the
+    subsystems linked to it. Linking the first subsystem enables the port (the kernel starts listening).
+  - The kernel changes C(addr_*) and C(param_*) only while no subsystem is linked. When they differ on a port with
+    linked subsystems, the module fails unless O(allow_reconfigure=true); then it unlinks every subsystem, writes
+    the new values and links them again. B(This disconnects every host using the port.)
+  - Unlinking subsystems, reconfiguring or removing a port with live connections also needs O(force=true).
+  - With O(state=absent) the subsystems are unlinked, referrals and extra ANA groups removed, then the port.
+  - All input is validated before anything is touched, including that the transport's kernel module
+    (nvmet_tcp, nvmet_rdma, nvme_loop, nvmet_fc) is loaded and that listed subsystems exist.
+author:
+  - aiinfra.fabric contributors
+extends_documentation_fragment:
+  - aiinfra.fabric.attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  idempotent:
+    support: full
+options:
+  port_id:
+    description: Port id, 0 to 65535 (the directory name under C(ports/)).
+    type: int
+    required: true
+  state:
+    description: Whether the port exists.
+    type: str
+    choices: [present, absent]
+    default: present
+  trtype:
+    description: Transport. Required when O(state=present).
+    type: str
+    choices: [tcp, rdma, loop, fc]
+  traddr:
+    description: Address to listen on (an IP address for tcp/rdma). Required except for loop.
+    type: str
+  trsvcid:
+    description: Service id (TCP/RDMA port number). Defaults to C(4420) for tcp and rdma.
+    type: str
+  adrfam:
+    description: Address family. Derived from O(traddr) when not given (ipv4, ipv6; fc for trtype fc).
+    type: str
+    choices: [ipv4, ipv6, ib, fc]
+  treq:
+    description: Secure channel requirement (C(addr_treq)).
+    type: str
+    choices: [not specified, required, not required]
+  tsas:
+    description: Transport specific address subtype; for tcp C(none) or C(tls1.3) (TLS).
+    type: str
+  inline_data_size:
+    description: C(param_inline_data_size) in bytes (-1 is the transport's default).
+    type: int
+  params:
+    description: Other C(param_*) values without the prefix, for example C({max_queue_size: 128}).
+    type: dict
+    default: {}
+  subsystems:
+    description:
+      - NQNs of the subsystems linked to this port; exactly this list when given (others are unlinked).
+        Omit to leave the links alone. Each subsystem must already exist.
+    type: list
+    elements: str
+  allow_reconfigure:
+    description:
+      - Allow unlink, change, relink when O(trtype)/O(traddr)/O(trsvcid)/O(adrfam)/O(treq)/O(tsas)/parameters differ
+        on a port that has linked subsystems. This disconnects the hosts using the port.
+    type: bool
+    default: false
+  force:
+    description:
+      - Proceed when hosts may be connected to the port (unlinking, reconfiguring or removing it).
+      - Connections are read from the nvmet debugfs tree when present, else from established TCP sockets or
+        connected RDMA CM ids on the port's address, or loop controllers. When nothing can be read the change is
+        refused without O(force).
+    type: bool
+    default: false
+  configfs_root:
+    description: Where configfs is mounted.
+    type: path
+    default: /sys/kernel/config
+notes:
+  - Needs the C(nvmet) kernel module and the transport's module loaded; loading them is the role's job
+    (community.general.modprobe).
+seealso:
+  - module: aiinfra.fabric.nvmet_subsystem
+  - module: aiinfra.fabric.nvmet_info
+"""
+
+EXAMPLES = r"""
+- name: Serve a subsystem over NVMe/TCP
+  aiinfra.fabric.nvmet_port:
+    port_id: 1
+    trtype: tcp
+    traddr: 10.99.0.1
+    subsystems: [nqn.2024-04.com.example:te1.target1]
+
+- name: Move the RDMA port to another address (disconnects its hosts)
+  aiinfra.fabric.nvmet_port:
+    port_id: 2
+    trtype: rdma
+    traddr: 10.99.0.5
+    allow_reconfigure: true
+    force: true
+"""
+
+RETURN = r"""
+port:
+  description: The port after the run (predicted in check mode); null when absent.
+  returned: always
+  type: dict
+  contains:
+    port_id:
+      description: Port id.
+      type: int
+    trtype:
+      description: Transport.
+      type: str
+    traddr:
+      description: Address.
+      type: str
+    trsvcid:
+      description: Service id.
+      type: str
+    adrfam:
+      description: Address family.
+      type: str
+    treq:
+      description: Secure channel requirement.
+      type: str
+    tsas:
+      description: Transport specific address subtype.
+      type: str
+    inline_data_size:
+      description: Inline data size.
+      type: int
+    params:
+      description: Other C(param_*) values.
+      type: dict
+    subsystems:
+      description: Linked subsystem NQNs, sorted.
+      type: list
+      elements: str
+    referrals:
+      description: Referral names.
+      type: list
+      elements: str
+    ana_groups:
+      description: ANA groups with their state.
+      type: list
+      elements: dict
+  sample:
+    port_id: 1
+    trtype: tcp
+    traddr: 10.99.0.1
+    trsvcid: "4420"
+    adrfam: ipv4
+    treq: not specified
+    tsas: none
+    inline_data_size: -1
+    params: {max_queue_size: "-1", pi_enable: "0"}
+    subsystems: [nqn.2024-04.com.example:te1.target1]
+    referrals: []
+    ana_groups: [{grpid: 1, state: optimized}]
+operations:
+  description: The planned operations in order, applied unless in check mode.
+  returned: always
+  type: list
+  elements: str
+  sample:
+    - mkdir ports/1
+    - write ports/1/addr_trtype = tcp
+    - link ports/1/subsystems/nqn.2024-04.com.example:te1.target1 -> subsystems/nqn.2024-04.com.example:te1.target1
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import (
+    ConfigfsTree,
+    NvmetError,
+    apply_plan,
+    check_configfs,
+    export_port,
+    normalize_port,
+    plan_port,
+    simulate,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            port_id=dict(type="int", required=True),
+            state=dict(type="str", default="present", choices=["present", "absent"]),
+            trtype=dict(type="str", choices=["tcp", "rdma", "loop", "fc"]),
+            traddr=dict(type="str"),
+            trsvcid=dict(type="str"),
+            adrfam=dict(type="str", choices=["ipv4", "ipv6", "ib", "fc"]),
+            treq=dict(type="str", choices=["not specified", "required", "not required"]),
+            tsas=dict(type="str"),
+            inline_data_size=dict(type="int"),
+            params=dict(type="dict", default={}),
+            subsystems=dict(type="list", elements="str"),
+            allow_reconfigure=dict(type="bool", default=False),
+            force=dict(type="bool", default=False),
+            configfs_root=dict(type="path", default="/sys/kernel/config"),
+        ),
+        required_if=[("state", "present", ("trtype",))],
+        supports_check_mode=True,
+    )
+    p = module.params
+    tree = ConfigfsTree(p["configfs_root"])
+    try:
+        check_configfs(tree)
+        spec = normalize_port(p)
+        state = tree.read()
+        ops = plan_port(state, spec, tree.connections(state), p["force"], p["allow_reconfigure"])
+    except NvmetError as exc:
+        module.fail_json(msg=exc.msg, changed=False, operations=[])
+
+    pid = spec["port_id"]
+    before = export_port(state["ports"].get(pid))
+    texts = [op.text() for op in ops]
+    if ops and not module.check_mode:
+        try:
+            apply_plan(tree, ops)
+        except NvmetError as exc:
+            module.fail_json(msg=exc.msg, changed=bool(exc.applied), operations=exc.applied, planned=texts)
+        after = export_port(tree.read()["ports"].get(pid))
+    else:
+        after = export_port(simulate(state, ops)["ports"].get(pid))
+    result = dict(changed=bool(ops), port=after, operations=texts)
+    if module._diff:
+        result["diff"] = dict(before=before or {}, after=after or {})
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
