@@ -1,0 +1,328 @@
+# -*- coding: utf-8 -*-
+# Copyright: aiinfra.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one nvme-cli runner of the collection: argv building, output parsing, errors.
+
+Every command is an argv list run with LC_ALL=C. Secrets given on the command
+line are passed to nvme-cli only; callers get results without them.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+
+NVME_ENV = {"LC_ALL": "C", "LANG": "C"}
+
+# nvme connect long options, by the module parameter that feeds them.
+CONNECT_OPTIONS = (
+    ("transport", "--transport"),
+    ("traddr", "--traddr"),
+    ("trsvcid", "--trsvcid"),
+    ("nqn", "--nqn"),
+    ("host_traddr", "--host-traddr"),
+    ("host_iface", "--host-iface"),
+    ("hostnqn", "--hostnqn"),
+    ("hostid", "--hostid"),
+    ("ctrl_loss_tmo", "--ctrl-loss-tmo"),
+    ("reconnect_delay", "--reconnect-delay"),
+    ("keep_alive_tmo", "--keep-alive-tmo"),
+    ("nr_io_queues", "--nr-io-queues"),
+    ("queue_size", "--queue-size"),
+    ("dhchap_secret", "--dhchap-secret"),
+    ("dhchap_ctrl_secret", "--dhchap-ctrl-secret"),
+    ("tls_key", "--tls_key"),
+    ("keyring", "--keyring"),
+)
+DISCOVER_OPTIONS = (
+    ("transport", "--transport"),
+    ("traddr", "--traddr"),
+    ("trsvcid", "--trsvcid"),
+    ("host_traddr", "--host-traddr"),
+    ("host_iface", "--host-iface"),
+    ("hostnqn", "--hostnqn"),
+    ("hostid", "--hostid"),
+    ("dhchap_secret", "--dhchap-secret"),
+)
+# nvme-cli gained --tls, --tls_key and --keyring in 2.4.
+TLS_MIN_VERSION = (2, 4)
+
+
+class NvmeCliError(Exception):
+    """A failed nvme-cli command, classified; ``kind`` is a short word for the cause."""
+
+    def __init__(self, msg, kind="command", rc=None, stdout="", stderr="", cmd=None, kernel=None):
+        super(NvmeCliError, self).__init__(msg)
+        self.msg = msg
+        self.kind = kind
+        self.rc = rc
+        self.stdout = stdout
+        self.stderr = stderr
+        self.cmd = cmd
+        self.kernel = kernel or []
+
+    def details(self):
+        return {"rc": self.rc, "stdout": self.stdout, "stderr": self.stderr,
+                "cmd": self.cmd, "error_kind": self.kind, "kernel_messages": self.kernel}
+
+
+def _options(spec, values):
+    argv = []
+    for key, flag in spec:
+        value = values.get(key)
+        if value is None or value == "":
+            continue
+        argv.append("%s=%s" % (flag, value))
+    return argv
+
+
+def build_connect_argv(nvme, values):
+    """argv for ``nvme connect``; ``values`` holds the validated module parameters."""
+    argv = [nvme, "connect"] + _options(CONNECT_OPTIONS, values)
+    if values.get("tls"):
+        argv.append("--tls")
+    return argv
+
+
+def build_disconnect_argv(nvme, name):
+    """argv that disconnects exactly one controller, by its device name (nvme1)."""
+    return [nvme, "disconnect", "--device=%s" % name]
+
+
+def build_discover_argv(nvme, values):
+    return [nvme, "discover"] + _options(DISCOVER_OPTIONS, values) + ["--output-format=json"]
+
+
+def redact_argv(argv, secrets=("--dhchap-secret", "--dhchap-ctrl-secret")):
+    """A copy of argv safe to return or log: secret option values masked."""
+    result = []
+    for arg in argv:
+        flag = arg.split("=", 1)[0]
+        result.append(flag + "=********" if flag in secrets and "=" in arg else arg)
+    return result
+
+
+def parse_version(text):
+    """(major, minor) from ``nvme version`` output ("nvme version 2.3 (git 2.3)")."""
+    match = re.search(r"nvme version (\d+)\.(\d+)", text or "")
+    if not match:
+        return None
+    return (int(match.group(1)), int(match.group(2)))
+
+
+# The discovery log entry keys the module returns, and the spellings nvme-cli
+# has used for them over the 1.x/2.x releases.
+_ENTRY_ALIASES = {
+    "portid": ("portid", "Port ID"),
+}
+_ENTRY_INT_KEYS = ("portid", "rdma_pkey", "cntlid", "asqsz")
+
+
+def normalize_discovery_entry(raw):
+    entry = {}
+    for key, value in raw.items():
+        canonical = key
+        for name, aliases in _ENTRY_ALIASES.items():
+            if key in aliases:
+                canonical = name
+        if isinstance(value, str):
+            value = value.strip()
+        entry[canonical] = value
+    for key in _ENTRY_INT_KEYS:
+        if key in entry and isinstance(entry[key], str) and entry[key].isdigit():
+            entry[key] = int(entry[key])
+    if "trsvcid" in entry and entry["trsvcid"] is not None:
+        entry["trsvcid"] = str(entry["trsvcid"])
+    return entry
+
+
+def parse_discovery_json(text):
+    """Discovery log entries from ``nvme discover -o json`` output.
+
+    Handles the layouts nvme-cli has printed: 2.x ``{"genctr": N, "records": [...]}``
+    with ``portid`` (2.0-2.6, 2.8 and later) or ``"Port ID"`` (2.7); 1.x, which adds
+    ``"device"`` at the top; and several documents printed back to back, which is what
+    nvme-cli does when it queries more than one discovery controller (no address given,
+    /etc/nvme/discovery.conf used). Returns (entries, generation counters).
+    """
+    documents = []
+    decoder = json.JSONDecoder()
+    text = (text or "").strip()
+    index = 0
+    while index < len(text):
+        try:
+            doc, end = decoder.raw_decode(text, index)
+        except ValueError as exc:
+            raise ValueError("nvme discover printed output that is not JSON at offset %d: %s" % (index, exc))
+        documents.append(doc)
+        index = end
+        while index < len(text) and text[index].isspace():
+            index += 1
+    entries = []
+    genctrs = []
+    for doc in documents:
+        for log in (doc if isinstance(doc, list) else [doc]):
+            if not isinstance(log, dict):
+                raise ValueError("nvme discover JSON has an unexpected shape: %r" % (log,))
+            records = log.get("records")
+            if records is None:
+                raise ValueError("nvme discover JSON has no 'records' list (keys: %s)" % ", ".join(sorted(log)))
+            if "genctr" in log:
+                genctrs.append(log["genctr"])
+            entries.extend(normalize_discovery_entry(r) for r in records)
+    return entries, genctrs
+
+
+def classify_failure(stderr, kernel_messages=()):
+    """A short cause for a failed connect/discover, from nvme-cli's and the kernel's words.
+
+    What nvme-cli 2.3 on kernel 6.12 prints (seen in the lab): "Key was rejected by
+    service" (EKEYREJECTED) for a wrong DH-HMAC-CHAP secret, "Required key not
+    available" (ENOKEY) when the target wants authentication and no secret was given,
+    "Connection refused" for nothing listening, "Input/output error" when the target
+    refuses the subsystem NQN (the kernel logs "Connect Invalid Data Parameter").
+    """
+    text = (stderr or "").lower()
+    kernel = " ".join(kernel_messages).lower()
+    if "required key not available" in text or ": no key" in kernel:
+        return "authentication_required"
+    if "key was rejected" in text or "authentication failed" in kernel:
+        return "authentication"
+    if "already connected" in text:
+        return "already_connected"
+    if "failed to open nvme-fabrics" in text or ("no such file" in text and "nvme-fabrics" in text):
+        return "transport_module"
+    if ("connection refused" in text or "no route to host" in text or "timed out" in text
+            or "network is unreachable" in text or "failed to connect socket" in kernel
+            or "address resolved failed" in kernel or "rdma connection establishment failed" in kernel
+            or "rdma_resolve_addr wait failed" in kernel or "route resolve" in kernel):
+        return "unreachable"
+    if "connect invalid host" in kernel:
+        return "host_not_allowed"
+    if "connect invalid data parameter" in kernel or "connect invalid parameters" in kernel:
+        return "subsystem_not_found"
+    if "hostnqn already in use" in text:
+        return "hostnqn_in_use"
+    if "invalid arguments" in text or "invalid argument" in text:
+        return "invalid_arguments"
+    return "command"
+
+
+_KIND_HINTS = {
+    "authentication": "DH-HMAC-CHAP authentication failed: check dhchap_secret/dhchap_ctrl_secret "
+                      "against the keys the target has for this host",
+    "authentication_required": "the target requires DH-HMAC-CHAP authentication for this host: set dhchap_secret",
+    "unreachable": "the target did not answer at this address: check traddr/trsvcid, the network "
+                   "and that the target port is enabled",
+    "transport_module": "the nvme-fabrics device is missing: load the nvme-fabrics and transport modules",
+    "invalid_arguments": "the kernel rejected the connect options",
+    "hostnqn_in_use": "another connection already uses this hostnqn/hostid with this subsystem",
+    "host_not_allowed": "the target does not allow this hostnqn on the subsystem",
+    "subsystem_not_found": "the target refused the subsystem NQN: it does not exist on this port or does "
+                           "not allow this host",
+    "already_connected": "nvme-cli says a matching controller already exists",
+    "command": "nvme-cli failed",
+}
+
+
+def failure_hint(kind):
+    return _KIND_HINTS.get(kind, _KIND_HINTS["command"])
+
+
+class KernelLog(object):
+    """New kernel log records since ``mark()``: the kernel says why a connect failed
+    (authentication, refused socket) where nvme-cli only prints the errno."""
+
+    def __init__(self, path="/dev/kmsg"):
+        self.path = path
+        self.fd = None
+
+    def mark(self):
+        try:
+            self.fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+            os.lseek(self.fd, 0, os.SEEK_END)
+        except OSError:
+            self.close()
+
+    def read_new(self, pattern=r"nvme"):
+        if self.fd is None:
+            return []
+        lines = []
+        while True:
+            try:
+                record = os.read(self.fd, 8192)
+            except OSError as exc:
+                if exc.errno == errno.EPIPE:  # overwritten records: keep reading
+                    continue
+                break
+            if not record:
+                break
+            text = record.decode("utf-8", "replace")
+            message = text.split(";", 1)[1].split("\n", 1)[0] if ";" in text else text.strip()
+            if re.search(pattern, message):
+                lines.append(message)
+        self.close()
+        return lines
+
+    def close(self):
+        if self.fd is not None:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+            self.fd = None
+
+
+class NvmeCli(object):
+    """Runs nvme-cli through AnsibleModule.run_command; one instance per module run."""
+
+    def __init__(self, module, kmsg_path="/dev/kmsg"):
+        self.module = module
+        self.nvme = module.get_bin_path("nvme", required=True)
+        self.kmsg_path = kmsg_path
+        self._version = None
+
+    def run(self, argv, check=True, data=None):
+        rc, out, err = self.module.run_command(argv, environ_update=NVME_ENV, data=data)
+        if check and rc != 0:
+            raise NvmeCliError("%s failed (rc=%s): %s" % (" ".join(redact_argv(argv)[:2]), rc, (err or out).strip()),
+                               rc=rc, stdout=out, stderr=err, cmd=redact_argv(argv))
+        return rc, out, err
+
+    def version(self):
+        if self._version is None:
+            rc, out, err = self.run([self.nvme, "version"], check=False)
+            self._version = parse_version(out) if rc == 0 else None
+        return self._version
+
+    def gen_hostnqn(self):
+        return self.run([self.nvme, "gen-hostnqn"])[1].strip()
+
+    def _run_classified(self, argv, action):
+        log = KernelLog(self.kmsg_path)
+        log.mark()
+        rc, out, err = self.run(argv, check=False)
+        if rc == 0:
+            log.close()
+            return out
+        kernel = log.read_new()
+        kind = classify_failure(err or out, kernel)
+        message = (err or out).strip() or "no message"
+        raise NvmeCliError("nvme %s failed: %s (nvme-cli said: %s)" % (action, failure_hint(kind), message),
+                           kind=kind, rc=rc, stdout=out, stderr=err, cmd=redact_argv(argv), kernel=kernel)
+
+    def connect(self, values):
+        return self._run_classified(build_connect_argv(self.nvme, values), "connect")
+
+    def disconnect(self, name):
+        rc, out, err = self.run(build_disconnect_argv(self.nvme, name), check=False)
+        if rc != 0:
+            raise NvmeCliError("nvme disconnect --device=%s failed: %s" % (name, (err or out).strip()),
+                               rc=rc, stdout=out, stderr=err, cmd=build_disconnect_argv(self.nvme, name))
+        return out
+
+    def discover(self, values):
+        out = self._run_classified(build_discover_argv(self.nvme, values), "discover")
+        return parse_discovery_json(out)

@@ -1,0 +1,407 @@
+# -*- coding: utf-8 -*-
+# Copyright: aiinfra.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""NVMe-oF host (initiator) model: validated desired connection, matching against
+sysfs controllers, drift, the plan, and nvme-cli's persistent configuration.
+
+Everything here is pure (plain dicts in, plain dicts out) except the small file
+helpers at the end, so the decisions are unit-tested without a kernel.
+"""
+
+from __future__ import annotations
+
+import copy
+import ipaddress
+import json
+import re
+import uuid
+
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme_sysfs import DISCOVERY_NQN
+
+TRANSPORTS = ("tcp", "rdma", "fc", "loop")
+# NVMe base spec 4.5: "nqn.yyyy-mm.<reverse domain>[:<string>]", at most 223 bytes;
+# or the UUID form.
+_NQN = re.compile(r"^nqn\.\d{4}-(0[1-9]|1[0-2])\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?"
+                  r"(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*(:.+)?$")
+_UUID_NQN = re.compile(r"^nqn\.2014-08\.org\.nvmexpress:uuid:[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")
+_FC_ADDR = re.compile(r"^nn-0x[0-9a-fA-F]{16}:pn-0x[0-9a-fA-F]{16}$")
+_IFNAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
+# TP 8006: DHHC-1:<hash id 00-03>:<base64 of key + CRC-32>:
+_DHCHAP = re.compile(r"^DHHC-1:0[0-3]:[A-Za-z0-9+/]+={0,2}:$")
+NQN_MAX_BYTES = 223
+SECRET_KEYS = ("dhchap_secret", "dhchap_ctrl_secret")
+TUNABLES = ("ctrl_loss_tmo", "reconnect_delay", "keep_alive_tmo", "nr_io_queues", "queue_size")
+# Kernel default reconnect_delay (NVMF_DEF_RECONNECT_DELAY): used to predict ctrl_loss_tmo.
+DEFAULT_RECONNECT_DELAY = 10
+
+
+class ValidationError(ValueError):
+    pass
+
+
+def validate_nqn(value, param):
+    if not isinstance(value, str) or not value:
+        raise ValidationError("%s is required and must be an NQN string" % param)
+    if len(value.encode("utf-8")) > NQN_MAX_BYTES:
+        raise ValidationError("%s=%r is %d bytes; an NQN has at most %d" % (param, value, len(value.encode("utf-8")), NQN_MAX_BYTES))
+    if value.startswith("nqn.2014-08.org.nvmexpress:uuid:"):
+        if not _UUID_NQN.match(value):
+            raise ValidationError("%s=%r is not a valid UUID NQN (nqn.2014-08.org.nvmexpress:uuid:<uuid>)" % (param, value))
+        return value
+    if not _NQN.match(value):
+        raise ValidationError("%s=%r is not a valid NQN: expected nqn.<yyyy-mm>.<reverse domain>[:<name>], "
+                              "for example nqn.2024-01.io.example:disk1" % (param, value))
+    return value
+
+
+def _ip(value, param):
+    try:
+        return ipaddress.ip_address(value)
+    except ValueError:
+        raise ValidationError("%s=%r is not an IPv4 or IPv6 address" % (param, value))
+
+
+def validate_port(value, param):
+    text = str(value)
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise ValidationError("%s=%r is not a port number (1-65535)" % (param, value))
+    return str(int(text))
+
+
+def validate_secret(value, param):
+    if value is None:
+        return None
+    if not _DHCHAP.match(value):
+        # Never echo the value: it is a secret even when malformed.
+        raise ValidationError("%s is not a DH-HMAC-CHAP secret in the DHHC-1:<hh>:<base64>: "
+                              "format (generate one with 'nvme gen-dhchap-key')" % param)
+    return value
+
+
+def normalize_traddr(transport, value):
+    """Canonical text for comparing transport addresses (IPv6 compressions, FC case)."""
+    if value is None:
+        return None
+    if transport in ("tcp", "rdma"):
+        try:
+            return str(ipaddress.ip_address(value))
+        except ValueError:
+            return value
+    if transport == "fc":
+        return value.lower()
+    return value
+
+
+def desired_from_params(params):
+    """Validate module parameters into the desired connection (a plain dict).
+
+    Raises ValidationError naming the parameter and value; nothing on the host has
+    been touched at this point.
+    """
+    transport = params["transport"]
+    if transport not in TRANSPORTS:
+        raise ValidationError("transport=%r is not one of %s" % (transport, ", ".join(TRANSPORTS)))
+    desired = {"transport": transport, "nqn": validate_nqn(params.get("nqn"), "nqn")}
+    if desired["nqn"] == DISCOVERY_NQN:
+        raise ValidationError("nqn=%s is the discovery subsystem; use aiinfra.fabric.nvme_discover" % DISCOVERY_NQN)
+    traddr = params.get("traddr")
+    trsvcid = params.get("trsvcid")
+    if transport in ("tcp", "rdma"):
+        if not traddr:
+            raise ValidationError("traddr is required for transport=%s" % transport)
+        desired["traddr"] = str(_ip(traddr, "traddr"))
+        desired["trsvcid"] = validate_port(trsvcid if trsvcid not in (None, "") else "4420", "trsvcid")
+    elif transport == "fc":
+        if not traddr or not _FC_ADDR.match(traddr):
+            raise ValidationError("traddr=%r is not an FC address (nn-0x<16 hex>:pn-0x<16 hex>)" % (traddr,))
+        desired["traddr"] = traddr.lower()
+        desired["trsvcid"] = None
+    else:
+        if traddr:
+            raise ValidationError("traddr=%r makes no sense with transport=loop" % (traddr,))
+        desired["traddr"] = None
+        desired["trsvcid"] = None
+    host_traddr = params.get("host_traddr")
+    if host_traddr:
+        if transport in ("tcp", "rdma"):
+            host_traddr = str(_ip(host_traddr, "host_traddr"))
+        elif transport == "fc":
+            if not _FC_ADDR.match(host_traddr):
+                raise ValidationError("host_traddr=%r is not an FC address (nn-0x<16 hex>:pn-0x<16 hex>)" % (host_traddr,))
+            host_traddr = host_traddr.lower()
+        else:
+            raise ValidationError("host_traddr makes no sense with transport=loop")
+    desired["host_traddr"] = host_traddr or None
+    host_iface = params.get("host_iface")
+    if host_iface:
+        if transport != "tcp":
+            raise ValidationError("host_iface=%r is only supported with transport=tcp" % (host_iface,))
+        if not _IFNAME.match(host_iface):
+            raise ValidationError("host_iface=%r is not a network interface name" % (host_iface,))
+    desired["host_iface"] = host_iface or None
+    if params.get("hostnqn"):
+        desired["hostnqn"] = validate_nqn(params["hostnqn"], "hostnqn")
+    else:
+        desired["hostnqn"] = None
+    if params.get("hostid"):
+        try:
+            desired["hostid"] = str(uuid.UUID(params["hostid"]))
+        except ValueError:
+            raise ValidationError("hostid=%r is not a UUID" % (params["hostid"],))
+    else:
+        desired["hostid"] = None
+    for key in TUNABLES:
+        value = params.get(key)
+        if value is None:
+            desired[key] = None
+            continue
+        lowest = -1 if key == "ctrl_loss_tmo" else (0 if key == "keep_alive_tmo" else 1)
+        if value < lowest:
+            raise ValidationError("%s=%r must be >= %d" % (key, value, lowest))
+        desired[key] = value
+    if desired["queue_size"] is not None and not 16 <= desired["queue_size"] <= 1024:
+        raise ValidationError("queue_size=%r is outside the kernel's 16-1024" % desired["queue_size"])
+    for key in SECRET_KEYS:
+        desired[key] = validate_secret(params.get(key), key)
+    if desired["dhchap_ctrl_secret"] and not desired["dhchap_secret"]:
+        raise ValidationError("dhchap_ctrl_secret (bidirectional authentication) needs dhchap_secret too")
+    desired["tls"] = bool(params.get("tls"))
+    desired["tls_key"] = params.get("tls_key") or None
+    desired["keyring"] = params.get("keyring") or None
+    if (desired["tls_key"] or desired["keyring"]) and not desired["tls"]:
+        raise ValidationError("tls_key/keyring are only used with tls=true")
+    if desired["tls"] and transport != "tcp":
+        raise ValidationError("tls=true needs transport=tcp (NVMe/TCP TLS); got transport=%s" % transport)
+    return desired
+
+
+def controller_matches(ctrl, desired):
+    """Whether a sysfs controller is this connection: same transport, subsystem NQN and
+    address fields (compared as parsed values). host_traddr/host_iface only narrow the
+    match when the user gave them."""
+    if ctrl.get("state") == "deleting":
+        return False
+    if ctrl.get("transport") != desired["transport"] or ctrl.get("subsysnqn") != desired["nqn"]:
+        return False
+    transport = desired["transport"]
+    if desired.get("traddr") is not None:
+        if normalize_traddr(transport, ctrl.get("traddr")) != desired["traddr"]:
+            return False
+    if desired.get("trsvcid") is not None and ctrl.get("trsvcid") != desired["trsvcid"]:
+        return False
+    if desired.get("host_traddr"):
+        if normalize_traddr(transport, ctrl.get("host_traddr")) != desired["host_traddr"]:
+            return False
+    if desired.get("host_iface") and ctrl.get("host_iface") != desired["host_iface"]:
+        return False
+    return True
+
+
+def matching_controllers(controllers, desired):
+    return [c for c in controllers if controller_matches(c, desired)]
+
+
+def expected_ctrl_loss_tmo(ctrl_loss_tmo, reconnect_delay):
+    """What sysfs will show: the kernel keeps ceil(tmo / delay) reconnects of delay s each."""
+    if ctrl_loss_tmo is None:
+        return None
+    if ctrl_loss_tmo < 0:
+        return -1
+    delay = reconnect_delay or DEFAULT_RECONNECT_DELAY
+    return -(-ctrl_loss_tmo // delay) * delay
+
+
+def controller_drift(ctrl, secrets, desired, online_cpus=None):
+    """Settings of a live controller that differ from the desired ones.
+
+    Only settings the user gave are compared. Secrets are compared, never shown:
+    their entry says which side has one.
+    """
+    drift = {}
+    if desired.get("hostnqn") and ctrl.get("hostnqn") != desired["hostnqn"]:
+        drift["hostnqn"] = {"current": ctrl.get("hostnqn"), "desired": desired["hostnqn"]}
+    if desired.get("hostid") and ctrl.get("hostid") and ctrl["hostid"] != desired["hostid"]:
+        drift["hostid"] = {"current": ctrl.get("hostid"), "desired": desired["hostid"]}
+    wanted = {
+        "ctrl_loss_tmo": expected_ctrl_loss_tmo(desired.get("ctrl_loss_tmo"),
+                                                desired.get("reconnect_delay") or ctrl.get("reconnect_delay")),
+        "reconnect_delay": desired.get("reconnect_delay"),
+        "keep_alive_tmo": desired.get("keep_alive_tmo"),
+        "queue_size": desired.get("queue_size"),
+        "nr_io_queues": desired.get("nr_io_queues"),
+    }
+    if wanted["nr_io_queues"] is not None and online_cpus:
+        # The kernel never creates more I/O queues than online CPUs.
+        wanted["nr_io_queues"] = min(wanted["nr_io_queues"], online_cpus)
+    for key in ("ctrl_loss_tmo", "reconnect_delay", "keep_alive_tmo", "queue_size", "nr_io_queues"):
+        if wanted[key] is None or ctrl.get(key) is None:
+            continue
+        if ctrl[key] != wanted[key]:
+            drift[key] = {"current": ctrl[key], "desired": wanted[key]}
+    for key in SECRET_KEYS:
+        have, want = (secrets or {}).get(key), desired.get(key)
+        if have == want:
+            continue
+        if have and want:
+            state = {"current": "set", "desired": "set, different"}
+        else:
+            state = {"current": "set" if have else "unset", "desired": "set" if want else "unset"}
+        drift[key] = state
+    return drift
+
+
+def plan_connection(controllers, drifts, desired, state, reconnect, force, usage):
+    """Ordered operations for the controllers of this connection.
+
+    ``drifts`` maps controller name → drift dict, ``usage`` lists who uses their block
+    devices. Returns (operations, refusal message or None). Operations are
+    ("disconnect", name) and ("connect", None).
+    """
+    names = [c["name"] for c in controllers]
+    if state == "disconnected":
+        if not names:
+            return [], None
+        if usage and not force:
+            return [], ("refusing to disconnect %s from %s: %s; unmount first or set force=true"
+                        % (", ".join(names), desired["nqn"], "; ".join(usage)))
+        return [("disconnect", n) for n in names], None
+    if not names:
+        return [("connect", None)], None
+    drifted = [n for n in names if drifts.get(n)]
+    if not drifted or not reconnect:
+        return [], None
+    if usage and not force:
+        return [], ("%s has settings that differ from the requested ones (%s) and reconnect=true, but %s; "
+                    "unmount first or set force=true" % (", ".join(drifted), ", ".join(sorted(set(
+                        k for n in drifted for k in drifts[n]))), "; ".join(usage)))
+    return [("disconnect", n) for n in names] + [("connect", None)], None
+
+
+# ---------------------------------------------------------------------------
+# nvme-cli's persistent configuration, /etc/nvme/config.json (libnvme JSON).
+# nvmf-autoconnect.service runs `nvme connect-all` at boot; for each port listed
+# here nvme-cli 2.x connects to that address's discovery controller and connects
+# the subsystems it offers, applying the port's settings and DH-HMAC-CHAP keys.
+
+CONFIG_PORT_TUNABLES = ("ctrl_loss_tmo", "reconnect_delay", "keep_alive_tmo", "nr_io_queues", "queue_size")
+
+
+def config_port(desired):
+    port = {"transport": desired["transport"]}
+    for key in ("traddr", "trsvcid", "host_traddr", "host_iface"):
+        if desired.get(key):
+            port[key] = desired[key]
+    for key in CONFIG_PORT_TUNABLES:
+        if desired.get(key) is not None:
+            port[key] = desired[key]
+    # libnvme's key names: dhchap_key is the host's secret, dhchap_ctrl_key the controller's.
+    if desired.get("dhchap_secret"):
+        port["dhchap_key"] = desired["dhchap_secret"]
+    if desired.get("dhchap_ctrl_secret"):
+        port["dhchap_ctrl_key"] = desired["dhchap_ctrl_secret"]
+    return port
+
+
+def _same_port(port, desired):
+    transport = desired["transport"]
+    return (port.get("transport") == transport
+            and normalize_traddr(transport, port.get("traddr")) == desired.get("traddr")
+            and (port.get("trsvcid") or None) == desired.get("trsvcid")
+            and normalize_traddr(transport, port.get("host_traddr")) == desired.get("host_traddr")
+            and (port.get("host_iface") or None) == desired.get("host_iface"))
+
+
+def config_has_port(config, desired, hostnqn):
+    for host in config or []:
+        if host.get("hostnqn") != hostnqn:
+            continue
+        for subsys in host.get("subsystems") or []:
+            if subsys.get("nqn") == desired["nqn"] and any(_same_port(p, desired) for p in subsys.get("ports") or []):
+                return True
+    return False
+
+
+def config_with_port(config, desired, hostnqn, hostid):
+    """A copy of the config with exactly this connection's port entry (added or updated)."""
+    config = copy.deepcopy(config or [])
+    host = next((h for h in config if h.get("hostnqn") == hostnqn), None)
+    if host is None:
+        host = {"hostnqn": hostnqn}
+        if hostid:
+            host["hostid"] = hostid
+        config.append(host)
+    subsystems = host.setdefault("subsystems", [])
+    subsys = next((s for s in subsystems if s.get("nqn") == desired["nqn"]), None)
+    if subsys is None:
+        subsys = {"nqn": desired["nqn"], "ports": []}
+        subsystems.append(subsys)
+    ports = subsys.setdefault("ports", [])
+    wanted = config_port(desired)
+    for index, port in enumerate(ports):
+        if _same_port(port, desired):
+            ports[index] = wanted
+            break
+    else:
+        ports.append(wanted)
+    return config
+
+
+def config_without_port(config, desired, hostnqn=None):
+    """A copy of the config without this connection's port entry; empty subsystems and
+    hosts that only carried them are dropped."""
+    result = []
+    for host in copy.deepcopy(config or []):
+        if hostnqn is None or host.get("hostnqn") == hostnqn:
+            subsystems = []
+            for subsys in host.get("subsystems") or []:
+                if subsys.get("nqn") == desired["nqn"]:
+                    subsys["ports"] = [p for p in subsys.get("ports") or [] if not _same_port(p, desired)]
+                    if not subsys["ports"]:
+                        continue
+                subsystems.append(subsys)
+            host["subsystems"] = subsystems
+            if not subsystems and set(host) <= {"hostnqn", "hostid", "subsystems"}:
+                continue
+        result.append(host)
+    return result
+
+
+def parse_config(text, path):
+    if not text or not text.strip():
+        return []
+    try:
+        config = json.loads(text)
+    except ValueError as exc:
+        raise ValidationError("%s is not valid JSON (%s); fix or remove it before using persistent" % (path, exc))
+    if not isinstance(config, list):
+        raise ValidationError("%s must hold a JSON list of hosts (libnvme's format); it holds a %s"
+                              % (path, type(config).__name__))
+    return config
+
+
+def dump_config(config):
+    return json.dumps(config, indent=2, sort_keys=False) + "\n"
+
+
+# nvme-cli 2.3 (Debian bookworm) ships nvmf-autoconnect.service with negated
+# conditions (|!config.json, |!discovery.conf): it is skipped when both files exist,
+# and bookworm's package installs discovery.conf. nvme-cli 2.5 changed them to
+# "run when either exists"; this drop-in applies that fix on hosts that need it.
+AUTOCONNECT_DROPIN = (
+    "# Managed by aiinfra.fabric.nvme_connect (persistent=true).\n"
+    "# nvme-cli 2.3 skips autoconnect when both config.json and discovery.conf exist;\n"
+    "# run it when either exists, as nvme-cli 2.5 and later do.\n"
+    "[Unit]\n"
+    "ConditionPathExists=\n"
+    "ConditionPathExists=|/etc/nvme/config.json\n"
+    "ConditionPathExists=|/etc/nvme/discovery.conf\n"
+)
+
+
+def unit_needs_condition_fix(unit_text):
+    return bool(unit_text) and "ConditionPathExists=|!" in unit_text
+
+
+def public_controller(ctrl):
+    """The controller as returned to the user: no internal fields."""
+    return dict((k, v) for k, v in ctrl.items() if k not in ("address",))

@@ -1,0 +1,581 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: aiinfra.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: nvme_connect
+short_description: Connect an NVMe over Fabrics host to a subsystem, idempotently
+description:
+  - Connects this host (the initiator) to an NVMe-oF subsystem over TCP, RDMA, FC or loop
+    with nvme-cli, or disconnects it.
+  - The current state is read from the kernel, C(/sys/class/nvme-fabrics/ctl/nvme*/)
+    (transport, subsystem NQN, the C(address) key=value pairs compared field by field,
+    host NQN, state, timeouts, queues, DH-HMAC-CHAP secrets), not from nvme-cli, which
+    fails on a repeated connect and cannot tell a connection made with other options.
+  - A live connection whose settings differ from the requested ones is reported in RV(drift)
+    and reconnected only when O(reconnect=true).
+  - Returns the controller names and the namespace block devices of the subsystem, so
+    playbooks never guess device names such as C(/dev/nvme1n1).
+  - With O(persistent=true) the connection is written to nvme-cli's configuration so that
+    C(nvmf-autoconnect.service) reconnects it at boot. See O(persistent) for the details.
+version_added: 0.1.0
+author: aiinfra.fabric contributors
+requirements:
+  - nvme-cli 2.x on the managed host (Debian 12 ships 2.3); 2.4 or later for TLS.
+  - The nvme-fabrics module loaded (C(/dev/nvme-fabrics) present). The kernel loads the
+    transport driver (nvme-tcp, nvme-rdma, nvme-fc) on connect when it is installed.
+options:
+  transport:
+    description: NVMe-oF transport.
+    type: str
+    required: true
+    choices: [tcp, rdma, fc, loop]
+  traddr:
+    description:
+      - Target address. An IPv4 or IPv6 address for C(tcp) and C(rdma),
+        C(nn-0x<16 hex>:pn-0x<16 hex>) for C(fc), nothing for C(loop).
+    type: str
+  trsvcid:
+    description: Target port (service id) for C(tcp) and C(rdma).
+    type: str
+    default: "4420"
+  nqn:
+    description: NQN of the subsystem to connect to.
+    type: str
+    required: true
+  host_traddr:
+    description:
+      - Source address on this host for the connection. When given, only controllers
+        created with this host address are treated as this connection.
+    type: str
+  host_iface:
+    description: Network interface to connect from (C(tcp) only).
+    type: str
+  hostnqn:
+    description: Host NQN to connect as. Defaults to the content of C(/etc/nvme/hostnqn).
+    type: str
+  hostid:
+    description: Host ID (a UUID). Defaults to the content of C(/etc/nvme/hostid) when it exists.
+    type: str
+  generate_host_identity:
+    description:
+      - When C(/etc/nvme/hostnqn) is missing and O(hostnqn) is not given, create it with
+        C(nvme gen-hostnqn), and C(/etc/nvme/hostid) from its UUID.
+      - When false (the default) a missing host NQN is an error, because nvme-cli would
+        otherwise make up an identity the target does not know.
+    type: bool
+    default: false
+  state:
+    description:
+      - C(connected) makes sure a matching controller exists; C(disconnected) disconnects
+        exactly the controllers of this subsystem NQN at this address (and host address
+        or interface when given) and nothing else.
+    type: str
+    choices: [connected, disconnected]
+    default: connected
+  ctrl_loss_tmo:
+    description:
+      - Seconds to keep retrying a lost connection before giving up (-1 retries forever).
+      - The kernel rounds it up to a multiple of the reconnect delay; drift is computed
+        against the rounded value.
+    type: int
+  reconnect_delay:
+    description: Seconds between reconnect attempts.
+    type: int
+  keep_alive_tmo:
+    description: Keep-alive timeout in seconds.
+    type: int
+  nr_io_queues:
+    description:
+      - Number of I/O queues. The kernel creates at most one per online CPU, so drift is
+        computed against C(min(nr_io_queues, online CPUs)).
+    type: int
+  queue_size:
+    description:
+      - I/O queue depth (16-1024). The target or transport may grant fewer (for example the
+        RDMA transport's maximum); ask for a value they allow or the drift will persist.
+    type: int
+  dhchap_secret:
+    description:
+      - The host's DH-HMAC-CHAP secret (C(DHHC-1:...:)), for authentication of this host
+        to the target. Never logged or returned.
+    type: str
+  dhchap_ctrl_secret:
+    description:
+      - The controller's DH-HMAC-CHAP secret, for bidirectional authentication (the host
+        also authenticates the target). Needs O(dhchap_secret). Never logged or returned.
+    type: str
+  tls:
+    description:
+      - Use TLS on NVMe/TCP (C(nvme connect --tls)).
+      - nvme-cli before 2.4, including Debian 12's 2.3, has no TLS options; the module
+        fails with a clear message instead of connecting without TLS.
+    type: bool
+    default: false
+  tls_key:
+    description: Key serial of the TLS PSK in the keyring (C(--tls_key)), with O(tls=true).
+    type: str
+  keyring:
+    description: Keyring to look the TLS key up in (C(--keyring)), with O(tls=true).
+    type: str
+  persistent:
+    description:
+      - Write this connection into C(/etc/nvme/config.json) (libnvme's JSON configuration,
+        mode 0600 because it holds the DH-HMAC-CHAP secrets), so that
+        C(nvmf-autoconnect.service) (C(nvme connect-all)) connects it again at boot.
+        Removed again by O(state=disconnected).
+      - At boot nvme-cli 2.x connects to the discovery controller at each listed address
+        and connects every subsystem it offers to this host, applying the listed port's
+        settings and secrets to the subsystems that are listed.
+      - nvme-cli 2.3 (Debian 12) ships the service with conditions that skip it when both
+        C(config.json) and the packaged C(discovery.conf) exist; on such hosts the module
+        also installs the drop-in
+        C(/etc/systemd/system/nvmf-autoconnect.service.d/50-aiinfra-fabric.conf) that
+        applies nvme-cli 2.5's fix (run when either file exists) and reloads systemd.
+      - false leaves the configuration as it is.
+    type: bool
+    default: false
+  reconnect:
+    description:
+      - Allow disconnecting and connecting again when a live connection's settings differ
+        from the requested ones (RV(drift)). When false, drift is reported with a warning.
+    type: bool
+    default: false
+  force:
+    description:
+      - Disconnect (for O(state=disconnected) or O(reconnect)) even when a namespace of the
+        subsystem is mounted, used as swap, or held by another device (LVM, md, dm).
+    type: bool
+    default: false
+  wait_timeout:
+    description:
+      - Seconds to wait after connecting for the controller to be live and its namespace
+        block devices to appear. A controller that is not live in time is an error; a
+        subsystem without namespaces only gives a warning.
+    type: int
+    default: 30
+extends_documentation_fragment:
+  - aiinfra.fabric.attributes
+attributes:
+  check_mode:
+    support: full
+    details: Reads sysfs and reports what it would connect or disconnect; changes nothing.
+  diff_mode:
+    support: full
+    details: Before and after connection state (controllers, persistence); never secrets.
+  idempotent:
+    support: full
+notes:
+  - Run as root.
+  - The discovery service port of the Linux kernel target is the port it listens on,
+    usually 4420; use M(aiinfra.fabric.nvme_discover) to list what a target offers.
+seealso:
+  - module: aiinfra.fabric.nvme_discover
+"""
+
+EXAMPLES = r"""
+- name: Connect to the lab target over NVMe/TCP
+  aiinfra.fabric.nvme_connect:
+    transport: tcp
+    traddr: 10.99.0.1
+    trsvcid: "4420"
+    nqn: nqn.2024-01.io.aiinfra:lab-disk
+  register: nvme
+
+- name: Format the namespace that the connection returned
+  community.general.filesystem:
+    dev: "{{ nvme.devices[0].path }}"
+    fstype: ext4
+
+- name: Connect over RDMA with bidirectional DH-HMAC-CHAP, kept across reboots
+  aiinfra.fabric.nvme_connect:
+    transport: rdma
+    traddr: 10.99.0.1
+    trsvcid: "4421"
+    nqn: nqn.2024-01.io.aiinfra:lab-disk
+    dhchap_secret: "{{ vault_nvme_host_key }}"
+    dhchap_ctrl_secret: "{{ vault_nvme_ctrl_key }}"
+    ctrl_loss_tmo: 600
+    persistent: true
+
+- name: Disconnect exactly that subsystem at that address
+  aiinfra.fabric.nvme_connect:
+    transport: rdma
+    traddr: 10.99.0.1
+    trsvcid: "4421"
+    nqn: nqn.2024-01.io.aiinfra:lab-disk
+    state: disconnected
+"""
+
+RETURN = r"""
+controllers:
+  description: The fabrics controllers of this connection after the run (read from sysfs).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - name: nvme1
+      state: live
+      transport: tcp
+      traddr: 10.99.0.1
+      trsvcid: "4420"
+      src_addr: 10.99.0.2
+      host_traddr: null
+      host_iface: null
+      subsysnqn: nqn.2024-01.io.aiinfra:lab-disk
+      hostnqn: nqn.2014-08.org.nvmexpress:uuid:819aca5a-f59f-42a3-bc77-d440efb6a6b0
+      hostid: 819aca5a-f59f-42a3-bc77-d440efb6a6b0
+      cntlid: 1
+      ctrl_loss_tmo: 600
+      reconnect_delay: 10
+      keep_alive_tmo: 5
+      nr_io_queues: 2
+      queue_size: 128
+      namespaces: [nvme1n1]
+devices:
+  description: Namespace block devices of the connection's controllers.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - path: /dev/nvme1n1
+      name: nvme1n1
+      nsid: 1
+      size_bytes: 1073741824
+      uuid: 3a2f4c55-8d2e-4c41-9b8d-3c1e0f6f0a11
+      nguid: 3a2f4c55-8d2e-4c41-9b8d-3c1e0f6f0a11
+      wwid: uuid.3a2f4c55-8d2e-4c41-9b8d-3c1e0f6f0a11
+      eui: null
+      controller: nvme1
+drift:
+  description:
+    - Settings of the live connection that differ from the requested ones, by controller
+      name. For secrets only whether one is set is shown.
+  returned: when a live connection differs
+  type: dict
+  sample: {nvme1: {ctrl_loss_tmo: {current: 600, desired: 1200}, dhchap_secret: {current: unset, desired: set}}}
+persistent:
+  description: Whether C(/etc/nvme/config.json) lists this connection after the run.
+  returned: always
+  type: bool
+operations:
+  description: What the module did (or would do in check mode), in order.
+  returned: always
+  type: list
+  elements: str
+  sample: ["connect", "write /etc/nvme/config.json"]
+diff:
+  description: Connection state before and after (controllers, devices, persistent).
+  returned: when diff mode is on
+  type: dict
+"""
+
+import os
+import tempfile
+import time
+import uuid
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme_cli import (
+    TLS_MIN_VERSION, NvmeCli, NvmeCliError,
+)
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme_host import (
+    AUTOCONNECT_DROPIN, ValidationError, config_has_port, config_with_port, config_without_port,
+    controller_drift, desired_from_params, dump_config, matching_controllers, parse_config,
+    plan_connection, public_controller, unit_needs_condition_fix,
+)
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme_sysfs import FabricsSysfs
+
+NVME_ETC = "/etc/nvme"
+CONFIG_JSON = os.path.join(NVME_ETC, "config.json")
+DROPIN_DIR = "/etc/systemd/system/nvmf-autoconnect.service.d"
+DROPIN = os.path.join(DROPIN_DIR, "50-aiinfra-fabric.conf")
+UNIT_PATHS = ("/lib/systemd/system/nvmf-autoconnect.service", "/usr/lib/systemd/system/nvmf-autoconnect.service")
+
+
+def read_text(path):
+    try:
+        with open(path, "r") as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def write_atomic(module, path, text, mode):
+    directory = os.path.dirname(path)
+    if not os.path.isdir(directory):
+        os.makedirs(directory, 0o755)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".aiinfra-")
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        module.atomic_move(tmp, path)
+        os.chmod(path, mode)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def host_identity(module, cli, params, state):
+    """(hostnqn, hostid, files to write). Never writes itself."""
+    hostnqn = params["hostnqn"]
+    hostid = params["hostid"]
+    writes = []
+    if not hostnqn:
+        hostnqn = (read_text(os.path.join(NVME_ETC, "hostnqn")) or "").strip() or None
+    if not hostid:
+        hostid = (read_text(os.path.join(NVME_ETC, "hostid")) or "").strip() or None
+    if hostnqn or state == "disconnected":
+        return hostnqn, hostid, writes
+    if not params["generate_host_identity"]:
+        module.fail_json(msg="no host NQN: /etc/nvme/hostnqn is missing or empty and hostnqn is not set; "
+                             "set hostnqn, or generate_host_identity=true to create it with nvme gen-hostnqn")
+    if module.check_mode:
+        return "nqn.2014-08.org.nvmexpress:uuid:(generated)", hostid, [("hostnqn", None)]
+    hostnqn = cli.gen_hostnqn()
+    writes.append(("hostnqn", hostnqn))
+    if not hostid:
+        tail = hostnqn.rsplit(":", 1)[-1]
+        try:
+            hostid = str(uuid.UUID(tail))
+        except ValueError:
+            hostid = str(uuid.uuid4())
+        writes.append(("hostid", hostid))
+    return hostnqn, hostid, writes
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            transport=dict(type="str", required=True, choices=["tcp", "rdma", "fc", "loop"]),
+            traddr=dict(type="str"),
+            trsvcid=dict(type="str", default="4420"),
+            nqn=dict(type="str", required=True),
+            host_traddr=dict(type="str"),
+            host_iface=dict(type="str"),
+            hostnqn=dict(type="str"),
+            hostid=dict(type="str"),
+            generate_host_identity=dict(type="bool", default=False),
+            state=dict(type="str", default="connected", choices=["connected", "disconnected"]),
+            ctrl_loss_tmo=dict(type="int"),
+            reconnect_delay=dict(type="int"),
+            keep_alive_tmo=dict(type="int"),
+            nr_io_queues=dict(type="int"),
+            queue_size=dict(type="int"),
+            dhchap_secret=dict(type="str", no_log=True),
+            dhchap_ctrl_secret=dict(type="str", no_log=True),
+            tls=dict(type="bool", default=False),
+            tls_key=dict(type="str", no_log=True),
+            keyring=dict(type="str", no_log=False),
+            persistent=dict(type="bool", default=False),
+            reconnect=dict(type="bool", default=False),
+            force=dict(type="bool", default=False),
+            wait_timeout=dict(type="int", default=30),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    state = params["state"]
+    try:
+        desired = desired_from_params(params)
+    except ValidationError as exc:
+        module.fail_json(msg=str(exc))
+    if params["wait_timeout"] < 0:
+        module.fail_json(msg="wait_timeout=%d must be >= 0" % params["wait_timeout"])
+
+    sysfs = FabricsSysfs()
+    cli = NvmeCli(module)
+    if desired["tls"] and state == "connected":
+        version = cli.version()
+        if version is None or version < TLS_MIN_VERSION:
+            module.fail_json(msg="tls=true needs nvme-cli %d.%d or later (--tls, --tls_key, --keyring); this host "
+                                 "has nvme-cli %s, which has no TLS options" % (TLS_MIN_VERSION + (
+                                     ".".join(str(v) for v in version) if version else "of unknown version",)))
+    if state == "connected" and not sysfs.fabrics_device_present():
+        module.fail_json(msg="/dev/nvme-fabrics does not exist: the nvme-fabrics kernel module is not loaded "
+                             "(modprobe nvme-fabrics, and nvme-%s for transport=%s)" % (desired["transport"], desired["transport"]))
+
+    hostnqn, hostid, identity_writes = host_identity(module, cli, params, state)
+    desired["hostnqn"] = hostnqn
+    desired["hostid"] = hostid
+
+    controllers = matching_controllers(sysfs.controllers(), desired)
+    drifts = {}
+    if state == "connected":
+        cpus = sysfs.online_cpus()
+        for ctrl in controllers:
+            found = controller_drift(ctrl, sysfs.read_secrets(ctrl["name"]), desired, cpus)
+            if found:
+                drifts[ctrl["name"]] = found
+    devices_before = sysfs.devices_of(controllers)
+    usage = sysfs.usage([d["name"] for d in devices_before]) if controllers else []
+    ops, refusal = plan_connection(controllers, drifts, desired, state, params["reconnect"], params["force"], usage)
+    if refusal:
+        module.fail_json(msg=refusal, controllers=[public_controller(c) for c in controllers],
+                         devices=devices_before, usage=usage)
+
+    # nvme-cli's persistent configuration.
+    config_text = read_text(CONFIG_JSON)
+    try:
+        config = parse_config(config_text, CONFIG_JSON)
+    except ValidationError as exc:
+        module.fail_json(msg=str(exc))
+    persisted_before = config_has_port(config, desired, hostnqn) if hostnqn else False
+    new_config = config
+    if state == "connected" and params["persistent"]:
+        new_config = config_with_port(config, desired, hostnqn, hostid)
+    elif state == "disconnected":
+        new_config = config_without_port(config, desired, hostnqn)
+    config_ops = []
+    if new_config != config:
+        config_ops.append("remove /etc/nvme/config.json" if not new_config and config_text is not None
+                          else "write /etc/nvme/config.json")
+    dropin_needed = False
+    if state == "connected" and params["persistent"]:
+        unit_text = next((t for t in (read_text(p) for p in UNIT_PATHS) if t), None)
+        if unit_needs_condition_fix(unit_text) and read_text(DROPIN) != AUTOCONNECT_DROPIN:
+            dropin_needed = True
+            config_ops.append("write %s" % DROPIN)
+
+    operations = ["%s %s" % op if op[1] else op[0] for op in ops]
+    operations = ["write /etc/nvme/%s" % name for name, _ in identity_writes] + operations + config_ops
+    changed = bool(operations)
+
+    warnings = []
+    if drifts and not params["reconnect"]:
+        warnings.append("live connection differs from the requested settings (%s); set reconnect=true to "
+                        "disconnect and connect again" % "; ".join(
+                            "%s: %s" % (n, ", ".join(sorted(d))) for n, d in sorted(drifts.items())))
+
+    before = {
+        "state": "connected" if controllers else "disconnected",
+        "controllers": [c["name"] for c in controllers],
+        "devices": [d["path"] for d in devices_before],
+        "persistent": persisted_before,
+    }
+    result = dict(changed=changed, operations=operations)
+    if drifts:
+        result["drift"] = drifts
+
+    if module.check_mode:
+        after_ctrls = [] if any(op[0] == "disconnect" for op in ops) else controllers
+        after = {
+            "state": state,
+            "controllers": [c["name"] for c in after_ctrls] + (["(new)"] if ("connect", None) in ops else []),
+            "devices": [d["path"] for d in sysfs.devices_of(after_ctrls)],
+            "persistent": config_has_port(new_config, desired, hostnqn) if hostnqn else False,
+        }
+        result.update(controllers=[public_controller(c) for c in after_ctrls],
+                      devices=sysfs.devices_of(after_ctrls), persistent=after["persistent"])
+        if module._diff:
+            result["diff"] = {"before": before, "after": after}
+        for warning in warnings:
+            module.warn(warning)
+        module.exit_json(**result)
+
+    try:
+        for name, value in identity_writes:
+            write_atomic(module, os.path.join(NVME_ETC, name), value + "\n", 0o644)
+        for op, name in ops:
+            if op == "disconnect":
+                cli.disconnect(name)
+            else:
+                wait_gone(sysfs, desired, params["wait_timeout"])
+                connect_values = dict(desired)
+                connect_values["hostnqn"] = hostnqn
+                connect_values["hostid"] = hostid
+                cli.connect(connect_values)
+    except NvmeCliError as exc:
+        details = exc.details()
+        if exc.kind == "command" and not sysfs.transport_module_loaded(desired["transport"]):
+            details["error_kind"] = "transport_module"
+            exc.msg = ("nvme connect failed and the nvme-%s kernel module is not loaded (no /sys/module/nvme_%s): "
+                       "install/load it. nvme-cli said: %s" % (desired["transport"], desired["transport"],
+                                                               (exc.stderr or exc.stdout).strip()))
+        module.fail_json(msg=exc.msg, **details)
+
+    if ("connect", None) in ops:
+        controllers, devices, wait_warning = wait_for_connection(sysfs, desired, params["wait_timeout"])
+        if wait_warning:
+            if not controllers or any(c.get("state") != "live" for c in controllers):
+                module.fail_json(msg=wait_warning, controllers=[public_controller(c) for c in controllers])
+            warnings.append(wait_warning)
+    else:
+        controllers = matching_controllers(sysfs.controllers(), desired)
+        devices = sysfs.devices_of(controllers)
+
+    if new_config != config:
+        if not new_config and config_text is not None:
+            os.unlink(CONFIG_JSON)
+        else:
+            write_atomic(module, CONFIG_JSON, dump_config(new_config), 0o600)
+    if dropin_needed:
+        write_atomic(module, DROPIN, AUTOCONNECT_DROPIN, 0o644)
+        systemctl = module.get_bin_path("systemctl", required=True)
+        rc, out, err = module.run_command([systemctl, "daemon-reload"], environ_update={"LC_ALL": "C"})
+        if rc != 0:
+            module.fail_json(msg="systemctl daemon-reload failed after writing %s" % DROPIN, rc=rc, stdout=out, stderr=err)
+
+    persisted_after = config_has_port(new_config, desired, hostnqn) if hostnqn else False
+    result.update(controllers=[public_controller(c) for c in controllers], devices=devices,
+                  persistent=persisted_after)
+    if module._diff:
+        result["diff"] = {"before": before, "after": {
+            "state": "connected" if controllers else "disconnected",
+            "controllers": [c["name"] for c in controllers],
+            "devices": [d["path"] for d in devices],
+            "persistent": persisted_after,
+        }}
+    for warning in warnings:
+        module.warn(warning)
+    module.exit_json(**result)
+
+
+def wait_gone(sysfs, desired, timeout):
+    """After a disconnect the kernel deletes the controller asynchronously ("deleting"):
+    connecting again before it is gone would be refused as a duplicate."""
+    deadline = time.time() + max(timeout, 5)
+    while time.time() < deadline:
+        if not any(c.get("transport") == desired["transport"] and c.get("subsysnqn") == desired["nqn"]
+                   and c.get("state") == "deleting" for c in sysfs.controllers()):
+            return
+        time.sleep(0.2)
+
+
+def wait_for_connection(sysfs, desired, timeout):
+    """Poll sysfs until the controller is live and its namespaces have block devices
+    whose /dev nodes exist, and the set stopped growing. Returns (controllers, devices,
+    warning or None)."""
+    deadline = time.time() + timeout
+    last = None
+    while True:
+        controllers = matching_controllers(sysfs.controllers(), desired)
+        devices = sysfs.devices_of(controllers)
+        live = controllers and all(c.get("state") == "live" for c in controllers)
+        ready = [d for d in devices if os.path.exists(d["path"])]
+        names = [d["name"] for d in ready]
+        if live and ready and len(ready) == len(devices) and names == last:
+            return controllers, ready, None
+        last = names if live and ready else None
+        if time.time() >= deadline:
+            break
+        time.sleep(0.5)
+    if not controllers:
+        return controllers, devices, "nvme connect succeeded but no matching controller appeared in sysfs within %ds" % timeout
+    if not live:
+        return controllers, devices, ("controller %s is not live after %ds (state: %s)"
+                                      % (", ".join(c["name"] for c in controllers), timeout,
+                                         ", ".join(str(c.get("state")) for c in controllers)))
+    return controllers, [d for d in devices if os.path.exists(d["path"])], (
+        "controller %s is live but no namespace block device appeared within %ds"
+        % (", ".join(c["name"] for c in controllers), timeout))
+
+
+if __name__ == "__main__":
+    main()
