@@ -964,8 +964,12 @@ def plan_subsystem(state, spec, conns=None, force=False):
     return ops
 
 
-def plan_port(state, spec, conns=None, force=False, allow_reconfigure=False):
-    """Plan ports/<port_id> (spec from normalize_port). Pure: reads nothing."""
+def plan_port(state, spec, conns=None, force=False, allow_reconfigure=False, missing_ok=False):
+    """Plan ports/<port_id> (spec from normalize_port). Pure: reads nothing.
+
+    ``missing_ok`` plans links to subsystems that do not exist yet (check mode,
+    where an earlier task would have created them) instead of failing.
+    """
     pid = spec["port_id"]
     rel = "ports/%d" % pid
     cur = state["ports"].get(pid)
@@ -986,7 +990,7 @@ def plan_port(state, spec, conns=None, force=False, allow_reconfigure=False):
         return ops
 
     for nqn in spec.get("subsystems") or []:
-        if nqn not in state["subsystems"]:
+        if nqn not in state["subsystems"] and not missing_ok:
             raise NvmetError("subsystems: %s does not exist under %s; create it first (aiinfra.fabric.nvmet_subsystem)"
                              % (nqn, "subsystems/"))
     if cur is None:

@@ -48,15 +48,15 @@ nvmet:
   type: dict
   contains:
     hosts:
-      description: Host entries, C({nqn, dhchap?: {key, ctrl_key, hash, dhgroup}}).
+      description: Host entries with C(nqn) and, when set, C(dhchap) (C(key), C(ctrl_key), C(hash), C(dhgroup)).
       type: list
       elements: dict
     ports:
-      description: Ports, C({portid, addr, param, subsystems, referrals, ana_groups}).
+      description: Ports with C(portid), C(addr), C(param), C(subsystems), C(referrals), C(ana_groups).
       type: list
       elements: dict
     subsystems:
-      description: Subsystems, C({nqn, attr, allowed_hosts, namespaces}).
+      description: Subsystems with C(nqn), C(attr), C(allowed_hosts), C(namespaces).
       type: list
       elements: dict
   sample:

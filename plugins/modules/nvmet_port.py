@@ -65,13 +65,14 @@ options:
     description: C(param_inline_data_size) in bytes (-1 is the transport's default).
     type: int
   params:
-    description: Other C(param_*) values without the prefix, for example C({max_queue_size: 128}).
+    description: Other C(param_*) values without the prefix, for example C(max_queue_size=128) as a dict.
     type: dict
     default: {}
   subsystems:
     description:
       - NQNs of the subsystems linked to this port; exactly this list when given (others are unlinked).
-        Omit to leave the links alone. Each subsystem must already exist.
+        Omit to leave the links alone. Each subsystem must already exist (in check mode a missing one only
+        gives a warning, since an earlier task of the same run would have created it).
     type: list
     elements: str
   allow_reconfigure:
@@ -227,11 +228,15 @@ def main():
         check_configfs(tree)
         spec = normalize_port(p)
         state = tree.read()
-        ops = plan_port(state, spec, tree.connections(state), p["force"], p["allow_reconfigure"])
+        ops = plan_port(state, spec, tree.connections(state), p["force"], p["allow_reconfigure"],
+                        missing_ok=module.check_mode)
     except NvmetError as exc:
         module.fail_json(msg=exc.msg, changed=False, operations=[])
 
     pid = spec["port_id"]
+    for nqn in spec.get("subsystems") or []:
+        if nqn not in state["subsystems"]:
+            module.warn("subsystem %s does not exist yet; a real run fails unless an earlier task creates it" % nqn)
     before = export_port(state["ports"].get(pid))
     texts = [op.text() for op in ops]
     if ops and not module.check_mode:

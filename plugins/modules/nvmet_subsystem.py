@@ -116,7 +116,7 @@ options:
     type: str
   attributes:
     description:
-      - Other writable C(attr_*) values without the prefix, for example C({cntlid_min: 1, cntlid_max: 100}).
+      - Other writable C(attr_*) values without the prefix, for example C(cntlid_min=1) and C(cntlid_max=100) as a dict.
         Names this kernel does not have are refused.
     type: dict
     default: {}
