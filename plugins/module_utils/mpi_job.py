@@ -1,0 +1,153 @@
+# -*- coding: utf-8 -*-
+# Copyright: aiinfra.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""One MPI job as data: validate mpi_run's parameters and plan the command (pure),
+then turn the job's output into results (per-rank lines, parsed data, checks).
+
+``plan_job(params, implementation, local_slots, resolves, program_path) -> dict``
+    Validates everything that can be checked before launching and returns
+    ``{'argv', 'np', 'hosts', 'total_slots', 'hostfile_content', 'program'}``; the
+    hostfile path in ``argv`` is the placeholder :data:`HOSTFILE_PLACEHOLDER`, which
+    the caller replaces with the real path (:func:`with_hostfile`).
+    Raises :class:`MpiJobError` with a message naming the parameter and the value.
+``summarize_output(stdout, launcher, implementation, tag_output)``
+    -> ``(text_for_parsing, {rank: [lines]})``
+"""
+
+from __future__ import annotations
+
+from ansible_collections.aiinfra.fabric.plugins.module_utils import launcher as L
+from ansible_collections.aiinfra.fabric.plugins.module_utils import mpi_expect
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi_parsers import PARSE_KINDS
+
+HOSTFILE_PLACEHOLDER = "@HOSTFILE@"
+LAUNCHERS = ("mpirun", "srun")
+
+
+class MpiJobError(ValueError):
+    """Bad input for a job: nothing was launched."""
+
+
+def plan_job(params, implementation, local_slots, resolves, program_path):
+    """Validate ``params`` (mpi_run's parameters) and build the launcher argv.
+
+    ``implementation``: what detection found (launcher.OPENMPI ...), ignored for srun.
+    ``local_slots``: slots of the launching host when no hosts are given (its CPUs).
+    ``resolves(name) -> bool``: whether a host name resolves.
+    ``program_path``: the program as found on the launching host, or None when missing.
+    """
+    launcher = params.get("launcher") or "mpirun"
+    if launcher not in LAUNCHERS:
+        raise MpiJobError("launcher must be one of %s, got %r" % (", ".join(LAUNCHERS), launcher))
+    parse = params.get("parse") or "none"
+    if parse not in PARSE_KINDS:
+        raise MpiJobError("parse must be one of %s, got %r" % (", ".join(PARSE_KINDS), parse))
+    try:
+        mpi_expect.normalize_expect(params.get("expect"), parse)
+    except mpi_expect.ExpectError as exc:
+        raise MpiJobError(str(exc))
+
+    program = params.get("program")
+    if not program:
+        raise MpiJobError("program is required")
+    if program_path is None:
+        where = (" (relative to chdir %s)" % params["chdir"]) if params.get("chdir") and "/" in program \
+            and not program.startswith("/") else ""
+        raise MpiJobError("program %r was not found or is not executable on the launching host%s; "
+                          "build or copy it there (and at the same path on every host) first" % (program, where))
+
+    hosts_param = params.get("hosts")
+    try:
+        hosts = L.normalize_hosts(hosts_param)
+    except L.LauncherError as exc:
+        raise MpiJobError(str(exc))
+    if hosts_param is not None and not hosts:
+        raise MpiJobError("hosts is empty: give at least one {name, slots}, or leave hosts out to run on "
+                          "the launching host only")
+    unknown = [h["name"] for h in hosts if not resolves(h["name"])]
+    if unknown:
+        raise MpiJobError("unknown host%s %s: the launching host cannot resolve %s (fix the names in hosts, "
+                          "or /etc/hosts / DNS)" % ("s" if len(unknown) > 1 else "", ", ".join(unknown),
+                                                    "them" if len(unknown) > 1 else "it"))
+
+    total = sum(h["slots"] for h in hosts) if hosts else local_slots
+    np = params.get("np")
+    if np is None:
+        np = total
+    if isinstance(np, bool) or not isinstance(np, int) or np < 1:
+        raise MpiJobError("np must be an integer >= 1, got %r" % (np,))
+    oversubscribe = bool(params.get("oversubscribe"))
+    if np > total and not oversubscribe:
+        if hosts:
+            what = "hosts %s have %d slots in total" % (", ".join("%s:%d" % (h["name"], h["slots"]) for h in hosts),
+                                                           total)
+        else:
+            what = "the launching host has %d slots (its CPU count; give hosts to say otherwise)" % total
+        raise MpiJobError("np=%d is more than the slots available: %s. Lower np, add slots, or set "
+                          "oversubscribe=true to run more ranks than slots" % (np, what))
+
+    timeout = params.get("timeout")
+    if timeout is not None and (isinstance(timeout, bool) or timeout < 0):
+        raise MpiJobError("timeout must be >= 0 seconds (0: no limit), got %r" % (timeout,))
+
+    args = [str(a) for a in (params.get("args") or [])]
+    hostfile_content = None
+    try:
+        if launcher == "mpirun":
+            if implementation not in (L.OPENMPI,) + L.HYDRA:
+                raise MpiJobError("could not tell which MPI %s is (detected %r); set implementation to openmpi, "
+                                  "mpich or intelmpi" % (params.get("mpirun") or "mpirun", implementation))
+            if hosts:
+                hostfile_content = L.hostfile_content(hosts, implementation)
+            argv = L.build_mpirun_argv(
+                params.get("mpirun") or "mpirun", program_path, args=args, np=np, implementation=implementation,
+                hostfile=HOSTFILE_PLACEHOLDER if hosts else None, mca=params.get("mca"), env=params.get("env"),
+                allow_run_as_root=bool(params.get("allow_run_as_root")), oversubscribe=oversubscribe,
+                map_by=params.get("map_by"), bind_to=params.get("bind_to"),
+                tag_output=bool(params.get("tag_output")), chdir=params.get("chdir"),
+                extra_args=params.get("extra_args"))
+        else:
+            if params.get("mca"):
+                raise MpiJobError("mca parameters cannot be passed by srun; set OMPI_MCA_<name> variables in env "
+                                  "instead")
+            argv = L.build_srun_argv(
+                params.get("srun") or "srun", program_path, args=args, nodes=len(hosts) if hosts else None,
+                ntasks=np, ntasks_per_node=params.get("ntasks_per_node"),
+                cpus_per_task=params.get("cpus_per_task"), mpi=params.get("srun_mpi"), export=params.get("env"),
+                nodelist=[h["name"] for h in hosts] or None, chdir=params.get("chdir"),
+                label=bool(params.get("tag_output")), extra_args=params.get("extra_args"))
+    except L.LauncherError as exc:
+        raise MpiJobError(str(exc))
+    return {
+        "argv": argv,
+        "np": np,
+        "hosts": hosts,
+        "total_slots": total,
+        "hostfile_content": hostfile_content,
+        "program": program_path,
+    }
+
+
+def with_hostfile(argv, path):
+    """``argv`` with the hostfile placeholder replaced by ``path``."""
+    return [path if a == HOSTFILE_PLACEHOLDER else a for a in argv]
+
+
+def summarize_output(stdout, launcher, implementation, tag_output):
+    """Split tagged output per rank; return (text to parse, {rank: [lines]}).
+
+    Without tag_output the text is returned as is and the per-rank dict is empty.
+    With it, the text to parse is every line without its tag (stdout and stderr
+    streams that mpirun folded into stdout alike, in the order printed).
+    """
+    if not tag_output:
+        return stdout, {}
+    framing = "srun" if launcher == "srun" else implementation
+    entries = L.split_tagged_output(stdout, framing)
+    per_rank = {}
+    for entry in entries:
+        if entry["rank"] is not None:
+            per_rank.setdefault(str(entry["rank"]), []).append(entry["line"])
+    text = "\n".join(e["line"] for e in entries)
+    return text + ("\n" if text else ""), dict(sorted(per_rank.items(), key=lambda kv: int(kv[0])))

@@ -1,0 +1,491 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: aiinfra.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: mpi_run
+short_description: Run one MPI job with mpirun or srun and return its results as data
+version_added: "0.1.0"
+description:
+  - Runs one MPI program on the host the task runs on (the launching host), on that host
+    alone or across O(hosts) with a hostfile written from the list, and returns rc, duration,
+    stdout/stderr, the lines of each rank (O(tag_output)), the output parsed into data
+    (O(parse)) and the outcome of O(expect) checks.
+  - Detects the MPI implementation from C(mpirun --version) and speaks its flags
+    (Open MPI fully; MPICH and Intel MPI, whose mpirun is Hydra, where they differ).
+    O(launcher=srun) runs the job under Slurm instead.
+  - Validates everything it can before launching; bad input (np larger than the slots
+    without O(oversubscribe), a missing program, a host that does not resolve, an empty
+    O(hosts), a malformed O(expect)) fails without running anything.
+  - A job that runs longer than O(timeout) is stopped; the whole job goes, on every host
+    (mpirun is asked to stop first, so it tears down its remote daemons and their ranks,
+    then anything left of the job on the launching host is killed).
+  - Running a job is an action, not a state, so the module is not idempotent. It reports
+    C(changed=true) whenever it ran the job (as M(ansible.builtin.command) does). A
+    benchmark or check that leaves nothing behind can set C(changed_when) to C(false) in
+    the task; use O(creates)/O(removes) to run a job only once.
+author:
+  - aiinfra.fabric developers
+extends_documentation_fragment:
+  - aiinfra.fabric.attributes
+  - aiinfra.fabric.attributes.job_module
+options:
+  program:
+    description:
+      - The MPI program. A name without C(/) is looked up on the PATH of the launching host;
+        a relative path is taken relative to O(chdir).
+      - It must exist at the same path on every host of O(hosts); only the launching host is
+        checked before the launch.
+    type: str
+    required: true
+  args:
+    description: Arguments for the program.
+    type: list
+    elements: str
+    default: []
+  np:
+    description:
+      - Number of ranks. Defaults to the total slots of O(hosts) (or the CPU count of the
+        launching host when O(hosts) is not given).
+    type: int
+  hosts:
+    description:
+      - Hosts to run on, each a dictionary with C(name) (a host name or address the launching
+        host resolves) and C(slots) (default 1). The module writes a private hostfile from it
+        (Open MPI C(name slots=N), Hydra C(name:N)) and removes it after the job.
+      - Leave it out to run on the launching host only. An empty list is an error.
+    type: list
+    elements: dict
+  launcher:
+    description: C(mpirun) (Open MPI, MPICH, Intel MPI) or C(srun) (Slurm).
+    type: str
+    choices: [mpirun, srun]
+    default: mpirun
+  mpirun:
+    description: The mpirun command or path (another MPI prefix, e.g. C(/opt/openmpi-5/bin/mpirun)).
+    type: str
+    default: mpirun
+  srun:
+    description: The srun command or path, for O(launcher=srun).
+    type: str
+    default: srun
+  implementation:
+    description:
+      - Which MPI O(mpirun) is. C(auto) runs C(mpirun --version) (also in check mode, as it
+        changes nothing).
+    type: str
+    choices: [auto, openmpi, mpich, intelmpi]
+    default: auto
+  mca:
+    description:
+      - Open MPI MCA parameters, passed as C(--mca NAME VALUE) (sorted by name), for example
+        C(btl=tcp,self), C(btl_tcp_if_include=10.99.0.0/24) and C(oob_tcp_if_include=10.99.0.0/24)
+        to keep MPI traffic and mpirun's own on one network.
+      - An error with MPICH/Intel MPI and srun, which have no MCA flags.
+    type: dict
+    default: {}
+  env:
+    description:
+      - Environment variables for the ranks. A value exports it with that value; C(null)
+        passes the launching host's own value. Open MPI C(-x NAME[=VALUE]), Hydra
+        C(-genv NAME VALUE)/C(-genvlist), srun C(--export=ALL,NAME=VALUE).
+    type: dict
+    default: {}
+  allow_run_as_root:
+    description: Pass C(--allow-run-as-root) to Open MPI's mpirun. Only when asked; Hydra needs nothing.
+    type: bool
+    default: false
+  oversubscribe:
+    description:
+      - Allow more ranks than slots (Open MPI C(--oversubscribe)). Without it, O(np) above
+        the total slots fails before launching.
+    type: bool
+    default: false
+  map_by:
+    description: Rank mapping (Open MPI C(--map-by), Hydra C(-map-by)), e.g. C(node), C(slot), C(core).
+    type: str
+  bind_to:
+    description: Process binding (C(--bind-to)/C(-bind-to)), e.g. C(none), C(core).
+    type: str
+  tag_output:
+    description:
+      - Tag each output line with its rank (Open MPI C(--tag-output), Hydra C(-prepend-rank),
+        srun C(--label)); the module splits the lines per rank into RV(rank_output) and parses
+        the untagged text.
+    type: bool
+    default: false
+  chdir:
+    description: Working directory of the launcher and the ranks (C(--wdir)/C(-wdir)/C(--chdir)).
+    type: path
+  timeout:
+    description:
+      - Seconds after which the job is stopped on every host and the task fails. C(0) means no limit.
+    type: int
+    default: 0
+  extra_args:
+    description: Further launcher arguments, placed verbatim before the program.
+    type: list
+    elements: str
+    default: []
+  ntasks_per_node:
+    description: srun C(--ntasks-per-node).
+    type: int
+  cpus_per_task:
+    description: srun C(--cpus-per-task).
+    type: int
+  srun_mpi:
+    description: srun C(--mpi) plugin, e.g. C(pmix), C(pmi2).
+    type: str
+  parse:
+    description:
+      - Turn the output into data in RV(parsed). C(osu) reads OSU Micro-Benchmarks tables (and
+        the mpi_bench role's OSU-style benchmark), C(imb) Intel MPI Benchmarks tables, C(seed)
+        the hello/reduce/allreduce check programs' lines (rank, received sum, expected sum).
+    type: str
+    choices: [none, osu, imb, seed]
+    default: none
+  expect:
+    description:
+      - Conditions the job must meet; the task fails with a message naming the measured value,
+        the bound and the host when one does not hold. All are checked and reported in RV(checks).
+      - C(sums_match) (bool, O(parse=seed)) every rank's received sum equals the expected sum,
+        which must be 0+1+...+(np-1), and every rank reported.
+      - C(all_ranks) (bool, O(parse=seed)) ranks 0..np-1 each printed a line.
+      - C(min_bandwidth) (list of C({size, value, metric})) bandwidth in MB/s at C(size) bytes
+        (default the largest size) is at least C(value). C(metric) defaults to C(bandwidth_mbs).
+      - C(max_latency) (list of C({size, value, metric})) latency in microseconds at C(size)
+        (default the smallest size) is at most C(value). C(metric) defaults to C(latency_us)
+        (OSU) or C(t_usec)/C(t_avg_usec) (IMB).
+      - C(reference) (list of C({metric, size, value, lower, upper, unit})), ReFrame-style;
+        the metric must lie in C([value*(1+lower), value*(1+upper)]); C(lower) <= 0 and
+        C(upper) >= 0 are fractions, C(null) for no bound on that side.
+      - Numeric checks apply to every parsed table that has the metric.
+    type: dict
+    default: {}
+  fail_on_rc:
+    description: Fail the task when the launcher exits non-zero (after recording the results).
+    type: bool
+    default: true
+  creates:
+    description: Do not run the job when this path exists on the launching host.
+    type: path
+  removes:
+    description: Do not run the job unless this path exists on the launching host.
+    type: path
+  hostfile_dir:
+    description: Directory for the temporary hostfile (default the module's temporary directory).
+    type: path
+notes:
+  - Multi-host runs need what mpirun needs - passwordless SSH from the launching host to the
+    others for the user running the task, and the program at the same path everywhere. The
+    M(aiinfra.fabric.mpi_bench) role sets both up.
+  - The job runs with C(LC_ALL=C).
+seealso:
+  - name: Open MPI mpirun
+    description: Open MPI's mpirun options.
+    link: https://docs.open-mpi.org/en/v5.0.x/man-openmpi/man1/mpirun.1.html
+  - name: OSU Micro-Benchmarks
+    description: The benchmark suite O(parse=osu) reads.
+    link: https://mvapich.cse.ohio-state.edu/benchmarks/
+"""
+
+EXAMPLES = r"""
+- name: Run allreduce across the MPI nodes over the fabric and check every rank's sum
+  aiinfra.fabric.mpi_run:
+    program: /opt/mpi-bench/allreduce_mpi
+    hosts:
+      - {name: te1, slots: 2}
+      - {name: te2, slots: 1}
+    mca:
+      btl: tcp,self
+      btl_tcp_if_include: 10.99.0.0/24
+      oob_tcp_if_include: 10.99.0.0/24
+    tag_output: true
+    parse: seed
+    expect:
+      sums_match: true
+    timeout: 120
+  run_once: true
+
+- name: Measure point-to-point latency between two nodes and gate on it
+  aiinfra.fabric.mpi_run:
+    program: /opt/osu/libexec/osu-micro-benchmarks/mpi/pt2pt/osu_latency
+    hosts: [{name: node1, slots: 1}, {name: node2, slots: 1}]
+    np: 2
+    parse: osu
+    expect:
+      max_latency:
+        - {size: 8, value: 5.0}
+      reference:
+        - {metric: latency_us, size: 0, value: 1.7, lower: null, upper: 0.2}
+  register: latency
+
+- name: Run under Slurm
+  aiinfra.fabric.mpi_run:
+    launcher: srun
+    srun_mpi: pmix
+    program: ./osu_allreduce
+    args: [-f]
+    chdir: /shared/osu
+    np: 64
+    ntasks_per_node: 32
+    parse: osu
+
+- name: Show the command a run would use, without running it
+  aiinfra.fabric.mpi_run:
+    program: /opt/mpi-bench/hello_mpi
+    np: 4
+    oversubscribe: true
+  check_mode: true
+"""
+
+RETURN = r"""
+cmd:
+  description: The launcher command line as a list.
+  returned: always
+  type: list
+  elements: str
+  sample: [mpirun, -np, "3", --hostfile, /tmp/aiinfra-hostfile-x.txt, --tag-output, /opt/mpi-bench/allreduce_mpi]
+command:
+  description: The same, as one shell-quoted string (for logs and copy-paste).
+  returned: always
+  type: str
+rc:
+  description: The launcher's exit status (negative signal number when it was killed).
+  returned: when the job ran
+  type: int
+stdout:
+  description: Standard output of the job.
+  returned: when the job ran
+  type: str
+stderr:
+  description: Standard error of the job.
+  returned: when the job ran
+  type: str
+duration:
+  description: Wall-clock seconds of the job.
+  returned: when the job ran
+  type: float
+timed_out:
+  description: Whether the job was stopped after O(timeout) seconds.
+  returned: when the job ran
+  type: bool
+ran:
+  description: Whether the job was run (false in check mode and when O(creates)/O(removes) skipped it).
+  returned: always
+  type: bool
+implementation:
+  description: The MPI implementation used (null for srun).
+  returned: always
+  type: dict
+  sample: {implementation: openmpi, version: 4.1.4, banner: "mpirun (Open MPI) 4.1.4"}
+np:
+  description: The number of ranks.
+  returned: always
+  type: int
+hosts:
+  description: The hosts with their slots (empty when the job ran on the launching host only).
+  returned: always
+  type: list
+  elements: dict
+hostfile_content:
+  description: The hostfile written for the job (null without O(hosts)).
+  returned: always
+  type: str
+  sample: "te1 slots=2\nte2 slots=1\n"
+launched_from:
+  description: The launching host's name.
+  returned: always
+  type: str
+rank_output:
+  description: With O(tag_output), each rank's output lines, keyed by rank number (as a string).
+  returned: always
+  type: dict
+  sample: {"0": ["Process 0 on te1 contributing data 0"], "2": ["Process 2 on te2 contributing data 2"]}
+parsed:
+  description:
+    - The output parsed by O(parse). C(osu) - C(tables), each with C(title), C(benchmark),
+      C(version), C(kind) (latency, bandwidth, bibandwidth, message_rate, collective), C(datatype),
+      C(columns) and C(rows) (C(size), C(latency_us), C(min_latency_us), C(max_latency_us),
+      C(iterations), C(bandwidth_mbs), C(messages_per_s)); the first table's keys also at the top.
+      C(imb) - C(version), C(part), C(tables) with C(benchmark), C(processes),
+      C(waiting_processes), C(rows) (C(size), C(repetitions), C(t_usec), C(t_min_usec),
+      C(t_max_usec), C(t_avg_usec), C(bandwidth_mbs), C(messages_per_s)).
+      C(seed) - C(hello), C(contributions), C(results) (C(op), C(rank), C(host), C(received),
+      C(expected), C(match)), C(world_size), C(ranks), C(hosts), C(all_match).
+    - Null with O(parse=none).
+  returned: always
+  type: dict
+checks:
+  description: Every O(expect) check with C(check), C(ok), C(message) and the measured value and bound.
+  returned: always
+  type: list
+  elements: dict
+failed_checks:
+  description: The messages of the checks that failed.
+  returned: always
+  type: list
+  elements: str
+"""
+
+import os
+import shlex
+import socket
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.aiinfra.fabric.plugins.module_utils import launcher as L
+from ansible_collections.aiinfra.fabric.plugins.module_utils import mpi_expect
+from ansible_collections.aiinfra.fabric.plugins.module_utils import mpi_job
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi_parsers import parse_output
+
+
+def _resolves(name):
+    try:
+        socket.getaddrinfo(name, None)
+        return True
+    except (socket.gaierror, UnicodeError):
+        return False
+
+
+def _find_program(module, program, chdir):
+    if "/" not in program:
+        return module.get_bin_path(program, required=False)
+    path = program if os.path.isabs(program) else os.path.join(chdir or os.getcwd(), program)
+    path = os.path.normpath(path)
+    if os.path.isfile(path) and os.access(path, os.X_OK):
+        return path
+    return None
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            program=dict(type="str", required=True),
+            args=dict(type="list", elements="str", default=[]),
+            np=dict(type="int"),
+            hosts=dict(type="list", elements="dict"),
+            launcher=dict(type="str", choices=["mpirun", "srun"], default="mpirun"),
+            mpirun=dict(type="str", default="mpirun"),
+            srun=dict(type="str", default="srun"),
+            implementation=dict(type="str", choices=["auto", "openmpi", "mpich", "intelmpi"], default="auto"),
+            mca=dict(type="dict", default={}),
+            env=dict(type="dict", default={}),
+            allow_run_as_root=dict(type="bool", default=False),
+            oversubscribe=dict(type="bool", default=False),
+            map_by=dict(type="str"),
+            bind_to=dict(type="str"),
+            tag_output=dict(type="bool", default=False),
+            chdir=dict(type="path"),
+            timeout=dict(type="int", default=0),
+            extra_args=dict(type="list", elements="str", default=[]),
+            ntasks_per_node=dict(type="int"),
+            cpus_per_task=dict(type="int"),
+            srun_mpi=dict(type="str"),
+            parse=dict(type="str", choices=["none", "osu", "imb", "seed"], default="none"),
+            expect=dict(type="dict", default={}),
+            fail_on_rc=dict(type="bool", default=True),
+            creates=dict(type="path"),
+            removes=dict(type="path"),
+            hostfile_dir=dict(type="path"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    here = socket.gethostname()
+    result = dict(changed=False, ran=False, cmd=[], command="", implementation=None, np=None, hosts=[],
+                  hostfile_content=None, launched_from=here, rank_output={}, parsed=None, checks=[],
+                  failed_checks=[])
+
+    if p["chdir"] and not os.path.isdir(p["chdir"]):
+        module.fail_json(msg="chdir %s is not a directory on %s" % (p["chdir"], here), **result)
+
+    # Everything below up to the launch only reads.
+    implementation = None
+    if p["launcher"] == "mpirun":
+        mpirun = module.get_bin_path(p["mpirun"], required=False) if "/" not in p["mpirun"] else p["mpirun"]
+        if not mpirun or not os.access(mpirun, os.X_OK):
+            module.fail_json(msg="mpirun %r was not found on %s: install an MPI (e.g. openmpi-bin) or set mpirun "
+                             "to its path" % (p["mpirun"], here), **result)
+        p["mpirun"] = mpirun
+        if p["implementation"] == "auto":
+            try:
+                result["implementation"] = L.detect_implementation(
+                    lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C"}), mpirun)
+            except L.LauncherError as exc:
+                module.fail_json(msg=str(exc), **result)
+        else:
+            result["implementation"] = {"implementation": p["implementation"], "version": "", "banner": ""}
+        implementation = result["implementation"]["implementation"]
+    else:
+        srun = module.get_bin_path(p["srun"], required=False) if "/" not in p["srun"] else p["srun"]
+        if not srun or not os.access(srun, os.X_OK):
+            module.fail_json(msg="srun %r was not found on %s: launcher=srun needs Slurm's client" % (p["srun"], here),
+                             **result)
+        p["srun"] = srun
+
+    try:
+        plan = mpi_job.plan_job(p, implementation, os.cpu_count() or 1, _resolves,
+                                _find_program(module, p["program"], p["chdir"]))
+        expect = mpi_expect.normalize_expect(p["expect"], p["parse"])
+    except (mpi_job.MpiJobError, mpi_expect.ExpectError) as exc:
+        module.fail_json(msg=str(exc), **result)
+
+    result.update(np=plan["np"], hosts=plan["hosts"], hostfile_content=plan["hostfile_content"])
+    shown_hostfile = "<hostfile>" if plan["hostfile_content"] else None
+    result["cmd"] = mpi_job.with_hostfile(plan["argv"], shown_hostfile)
+    result["command"] = " ".join(shlex.quote(a) for a in result["cmd"])
+
+    if p["creates"] and os.path.exists(p["creates"]):
+        module.exit_json(msg="skipped: %s exists" % p["creates"], **result)
+    if p["removes"] and not os.path.exists(p["removes"]):
+        module.exit_json(msg="skipped: %s does not exist" % p["removes"], **result)
+    if module.check_mode:
+        result["changed"] = True
+        module.exit_json(msg="check mode: the job was not run", **result)
+
+    hostfile = None
+    try:
+        if plan["hostfile_content"]:
+            hostfile = L.write_hostfile(plan["hosts"], implementation, directory=p["hostfile_dir"] or module.tmpdir)
+        argv = mpi_job.with_hostfile(plan["argv"], hostfile)
+        result["cmd"] = argv
+        result["command"] = " ".join(shlex.quote(a) for a in argv)
+        run = L.run_job(argv, timeout=p["timeout"] or None, cwd=p["chdir"])
+    finally:
+        if hostfile and os.path.exists(hostfile):
+            os.unlink(hostfile)
+    result.update(run)
+    result["ran"] = True
+    result["changed"] = True
+
+    where = "on %s" % (", ".join(h["name"] for h in plan["hosts"]) if plan["hosts"] else here)
+    if plan["hosts"]:
+        where += " (launched from %s)" % here
+    if run["timed_out"]:
+        module.fail_json(msg="the MPI job %s ran past the timeout of %d s and was stopped on every host: %s"
+                         % (where, p["timeout"], result["command"]), **result)
+    if run["rc"] != 0 and p["fail_on_rc"]:
+        module.fail_json(msg="the MPI job %s failed with rc=%s: %s; stderr: %s"
+                         % (where, run["rc"], result["command"], run["stderr"].strip()[-2000:]), **result)
+
+    text, result["rank_output"] = mpi_job.summarize_output(run["stdout"], p["launcher"], implementation,
+                                                           p["tag_output"])
+    if p["parse"] != "none":
+        try:
+            result["parsed"] = parse_output(p["parse"], text)
+        except ValueError as exc:
+            module.fail_json(msg="parse=%s: %s (job %s)" % (p["parse"], exc, where), **result)
+
+    result["checks"] = mpi_expect.check(expect, result["parsed"], np=plan["np"], where=where)
+    result["failed_checks"] = [c["message"] for c in mpi_expect.failures(result["checks"])]
+    if result["failed_checks"]:
+        module.fail_json(msg="MPI job expectations failed: " + "; ".join(result["failed_checks"]), **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
