@@ -1,0 +1,22 @@
+"""changelogs/ is managed with antsibull-changelog: fragments and config lint clean."""
+
+import os
+
+from conftest import TOP, run, tool
+
+
+def test_antsibull_changelog_lint():
+    proc = run([tool("antsibull-changelog"), "lint"], cwd=TOP)
+    assert proc.stdout.strip() == "", proc.stdout
+
+
+def test_every_fragment_is_yaml_in_a_known_section():
+    import yaml
+
+    with open(os.path.join(TOP, "changelogs", "config.yaml")) as f:
+        sections = {s[0] for s in yaml.safe_load(f)["sections"]} | {"release_summary", "trivial"}
+    frag_dir = os.path.join(TOP, "changelogs", "fragments")
+    for name in os.listdir(frag_dir):
+        with open(os.path.join(frag_dir, name)) as f:
+            data = yaml.safe_load(f)
+        assert set(data) <= sections, (name, set(data) - sections)

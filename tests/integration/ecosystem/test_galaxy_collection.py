@@ -1,0 +1,104 @@
+"""`ansible-galaxy collection build` makes a clean tarball; it installs into an empty
+collections path and every module and role documents itself from there."""
+
+import fnmatch
+import json
+import os
+import tarfile
+
+import pytest
+
+from conftest import TOP, repo_files, run, tool
+
+# What a user of the collection does not need: the lab, the tests, the tooling, caches.
+CLUTTER = [
+    ".cache/*", ".venv/*", ".git/*", ".ci/*", "lab/*", "molecule/*", "scripts/*", "requirements/*",
+    "benchmarks/*", "third_party/*", "build/*", "context/*", "results/*", "inventory/*",
+    "tests/unit/*", "tests/integration/*", "tests/lab/*", "tests/fixtures/*", "tests/output/*", "tests/conftest.py",
+    "*/__pycache__/*", "*.pyc", ".pytest_cache/*", "*.tar.gz",
+    "ansible.cfg", "pytest.ini", ".ansible-lint", ".yamllint", ".gitignore", "execution-environment.yml",
+]
+
+
+def members(tarball):
+    with tarfile.open(str(tarball)) as tar:
+        return sorted(m.name for m in tar.getmembers() if m.isfile())
+
+
+def test_tarball_has_no_clutter(tarball):
+    found = [n for n in members(tarball) if any(fnmatch.fnmatch(n, pat) for pat in CLUTTER)]
+    assert not found, "build_ignore in galaxy.yml lets these into the tarball:\n" + "\n".join(found)
+
+
+def test_tarball_has_what_users_need(tarball):
+    names = set(members(tarball))
+    wanted = {"MANIFEST.json", "FILES.json", "README.md", "meta/runtime.yml", "meta/execution-environment.yml",
+              "meta/ee-requirements.txt", "meta/ee-bindep.txt", "changelogs/changelog.yaml", "docs/awx.md"}
+    for f in repo_files():
+        if fnmatch.fnmatch(f, "plugins/*/*.py") or fnmatch.fnmatch(f, "roles/*") or \
+                fnmatch.fnmatch(f, "playbooks/*.yml") or fnmatch.fnmatch(f, "awx/job_templates/*.yml"):
+            wanted.add(f)
+    missing = sorted(wanted - names)
+    assert not missing, "missing from the tarball:\n" + "\n".join(missing)
+
+
+def modules():
+    return sorted(f[len("plugins/modules/"):-3] for f in repo_files()
+                  if fnmatch.fnmatch(f, "plugins/modules/*.py") and not f.endswith("__init__.py"))
+
+
+def roles():
+    return sorted({f.split("/")[1] for f in repo_files() if fnmatch.fnmatch(f, "roles/*/meta/argument_specs.yml")})
+
+
+def test_there_are_modules_and_roles_to_document():
+    assert modules() and roles()
+
+
+@pytest.mark.parametrize("module", modules())
+def test_ansible_doc_renders_module_from_install(module, installed):
+    env = {"ANSIBLE_COLLECTIONS_PATH": str(installed)}
+    fqcn = "aiinfra.fabric." + module
+    text = run([tool("ansible-doc"), fqcn], cwd=str(installed), env=env)
+    assert fqcn in text.stdout and "OPTIONS" in text.stdout and "RETURN VALUES" in text.stdout, text.stdout[:2000]
+    assert "WARNING" not in text.stderr, text.stderr
+    doc = json.loads(run([tool("ansible-doc"), "--json", fqcn], cwd=str(installed), env=env).stdout)[fqcn]
+    # Rendered from the installed copy, not from the checkout.
+    assert doc["doc"]["filename"].startswith(str(installed)), doc["doc"]["filename"]
+    for key in ("short_description", "description", "options", "author"):
+        assert doc["doc"].get(key), "%s has no %s" % (fqcn, key)
+    assert doc["examples"] and doc["return"], "%s lacks EXAMPLES or RETURN" % fqcn
+
+
+@pytest.mark.parametrize("role", roles())
+def test_ansible_doc_renders_role_from_install(role, installed):
+    env = {"ANSIBLE_COLLECTIONS_PATH": str(installed)}
+    fqcn = "aiinfra.fabric." + role
+    doc = json.loads(run([tool("ansible-doc"), "-t", "role", "--json", fqcn], cwd=str(installed), env=env).stdout)
+    main = doc[fqcn]["entry_points"]["main"]
+    assert main.get("short_description") and main.get("options"), main
+
+
+def test_installed_collection_lists_its_modules(installed):
+    env = {"ANSIBLE_COLLECTIONS_PATH": str(installed)}
+    listed = json.loads(run([tool("ansible-doc"), "--list", "--json", "aiinfra.fabric"], cwd=str(installed), env=env).stdout)
+    assert sorted(k[len("aiinfra.fabric."):] for k in listed) == modules()
+
+
+def test_installed_playbook_runs_from_the_collection(installed):
+    """A playbook of the installed collection is found by its FQCN (as AWX and users call it)."""
+    env = {"ANSIBLE_COLLECTIONS_PATH": str(installed)}
+    proc = run([tool("ansible-playbook"), "--syntax-check", "aiinfra.fabric.awx_setup"], cwd=str(installed), env=env)
+    assert "playbook: " in proc.stdout
+
+
+def test_scripts_docs_generates_a_page_per_module_and_role(tmp_path):
+    out = tmp_path / "docs"
+    run([os.path.join(TOP, "scripts", "docs"), str(out)], cwd=TOP)
+    for module in modules():
+        page = (out / "modules" / (module + ".md")).read_text()
+        assert page.startswith("# aiinfra.fabric.%s" % module) and "## Parameters" in page, page[:500]
+    for role in roles():
+        assert "### Variables" in (out / "roles" / (role + ".md")).read_text()
+    index = (out / "index.md").read_text()
+    assert all("modules/%s.md" % m in index for m in modules())
