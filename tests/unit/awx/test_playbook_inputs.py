@@ -27,6 +27,7 @@ def test_first_play_validates_every_role(stem):
     assert checked is not None, (
         "the first play of playbooks/%s.yml (%r) does not run aiinfra.fabric.fabric_inputs" % (stem, first.get("name")))
     assert first.get("gather_facts") is False, "the input check play must not gather facts (it needs no host)"
+    assert "always" in (first.get("tags") or []), "the input check play needs tags: [always], or --tags skips it"
     used = [r for p in plays[1:] for r in surveys.play_roles(p)]
     with_specs = set(surveys.role_options())
     missing = sorted({r for r in used if r in with_specs and r != "fabric_inputs"} - set(checked))
