@@ -58,7 +58,7 @@ def _fmt(value, unit=None):
     if isinstance(value, bool):
         text = "true" if value else "false"
     elif isinstance(value, float):
-        text = ("%.4g" % value) if abs(value) < 1e6 else ("%.0f" % value)
+        text = ("%.4g" % value) if abs(value) < 1e4 else ("%.0f" % value)
     else:
         text = str(value)
     return text + (" " + unit if unit and unit not in ("bool", "count", "errno") else "")
@@ -77,7 +77,7 @@ def _num_or_none(value, what):
 
 # --------------------------------------------------------------------------- references
 
-def normalize_references(entries, origin="fabric_report_thresholds"):
+def normalize_references(entries, origin="thresholds"):
     """Validate reference entries (list of dicts, or ``{"references": [...]}``)."""
     if entries is None:
         return []
@@ -177,8 +177,8 @@ def _describe(lo, hi, unit):
     return "unbounded"
 
 
-def _check(metric, source, status, gated, target, lo, hi, message):
-    return {"id": metric["id"], "host": metric["host"], "key": metric["key"],
+def _check(metric, source, status, gated, target, lo, hi, message, detail=None):
+    return {"detail": detail or message,"id": metric["id"], "host": metric["host"], "key": metric["key"],
             "metric": "%s.%s" % (metric["benchmark"], metric["metric"]), "labels": metric["labels"],
             "value": metric["value"], "unit": metric["unit"], "source": source, "status": status,
             "gated": gated, "target": target, "lower_bound": lo, "upper_bound": hi,
@@ -191,19 +191,20 @@ def _judge_range(metric, source, gate, target, lo, hi, warn_lo, warn_hi, detail)
     value = metric["value"]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return _check(metric, source, FAIL if gate else WARN, gate, target, lo, hi,
-                      "%s: value %r is not a number (%s)" % (source, value, detail))
+                      "%s: value %r is not a number (%s)" % (source, value, detail), detail)
     if (lo is not None and value < lo) or (hi is not None and value > hi):
         side = "below the lower bound %s" % _fmt(lo, metric["unit"]) if (lo is not None and value < lo) \
             else "above the upper bound %s" % _fmt(hi, metric["unit"])
         return _check(metric, source, FAIL if gate else WARN, gate, target, lo, hi,
-                      "%s %s (%s)" % (_fmt(value, metric["unit"]), side, detail))
+                      "%s %s (%s)" % (_fmt(value, metric["unit"]), side, detail), detail)
     if (warn_lo is not None and value < warn_lo) or (warn_hi is not None and value > warn_hi):
         return _check(metric, source, WARN, gate, target, lo, hi,
                       "%s within bounds %s but outside the warning band %s (%s)"
                       % (_fmt(value, metric["unit"]), _describe(lo, hi, metric["unit"]),
-                         _describe(warn_lo, warn_hi, metric["unit"]), detail))
+                         _describe(warn_lo, warn_hi, metric["unit"]), detail),
+                      "%s; warning band %s" % (detail, _describe(warn_lo, warn_hi, metric["unit"])))
     return _check(metric, source, PASS, gate, target, lo, hi,
-                  "%s within %s (%s)" % (_fmt(value, metric["unit"]), _describe(lo, hi, metric["unit"]), detail))
+                  "%s within %s (%s)" % (_fmt(value, metric["unit"]), _describe(lo, hi, metric["unit"]), detail), detail)
 
 
 def check_references(metrics, refs):
@@ -240,7 +241,7 @@ def check_builtin(metrics, gate=True):
         ok = (m["value"] is want) if isinstance(want, bool) else (m["value"] == want)
         status = PASS if ok else (FAIL if gate else WARN)
         msg = "%s = %s, expected %s" % (name, _fmt(m["value"]), _fmt(want))
-        checks.append(_check(m, "builtin", status, gate, want, None, None, msg))
+        checks.append(_check(m, "builtin", status, gate, want, None, None, msg, "builtin correctness check"))
     return checks
 
 
@@ -285,7 +286,8 @@ def check_baseline(metrics, baseline, tolerance=0.1, warn=0.05, gate=True, run_i
         ghost = {"id": mid, "host": old.get("host"), "key": old.get("key"), "benchmark": old.get("benchmark"),
                  "metric": old.get("metric"), "labels": old.get("labels") or {}, "value": None, "unit": old.get("unit")}
         checks.append(_check(ghost, "baseline", WARN, False, old.get("value"), None, None,
-                             "in the %s but not measured in this run" % label.strip()))
+                             "in the %s but not measured in this run" % label.strip(),
+                             "%s: not measured in this run" % label.strip()))
     return checks
 
 
@@ -330,20 +332,24 @@ def check_outliers(metrics, threshold=0.3, min_peers=2, gate=False, peer_keys=("
             detail = "median of %d peer host(s) %s, %+.1f%%" % (len(peers), _fmt(med, m["unit"]), dev * 100)
             if worse:
                 checks.append(_check(m, "outlier", FAIL if gate else WARN, gate, med, lo, hi,
-                                     "%s, %s (outlier)" % (_fmt(m["value"], m["unit"]), detail)))
+                                     "%s, %s (outlier)" % (_fmt(m["value"], m["unit"]), detail), detail))
             else:
-                checks.append(_check(m, "outlier", PASS, gate, med, lo, hi, "%s, %s" % (_fmt(m["value"], m["unit"]), detail)))
+                checks.append(_check(m, "outlier", PASS, gate, med, lo, hi, "%s, %s" % (_fmt(m["value"], m["unit"]), detail),
+                                     detail))
     return checks
 
 
 # --------------------------------------------------------------------------- summary
 
 def failure_line(check):
-    """One line per failure: host, metric, value, bound."""
+    """One line per failure: host, metric, value, bound, and where the bound came from."""
     bound = check["bound"] or "expected %s" % _fmt(check["target"])
-    return "%s: %s = %s, bound %s (%s) - %s" % (
+    detail = check.get("detail") or check["message"]
+    if not detail.startswith(check["source"]):
+        detail = "%s: %s" % (check["source"], detail)
+    return "%s: %s = %s, bound %s (%s)" % (
         check["host"], check["key"], _fmt(check["value"], check["unit"]) if check["value"] is not None else "missing",
-        bound, check["source"], check["message"])
+        bound, detail)
 
 
 def summarize(metrics, checks):

@@ -161,7 +161,7 @@ def test_evaluate_real_run_and_failure_lines():
     assert summary["status"] == "fail" and len(summary["failures"]) == 1
     iops = [m for m in metrics if m["id"] == "te2/fio.iops[direction=read,job=seqread,transport=rdma]"][0]
     line = summary["failures"][0]
-    assert line.startswith("te2: fio.iops[direction=read,job=seqread,transport=rdma] = %s IOPS, bound >= 9000 IOPS"
-                           % C._fmt(iops["value"]))
+    assert line == ("te2: fio.iops[direction=read,job=seqread,transport=rdma] = %s IOPS, bound >= 9000 IOPS "
+                    "(reference thresholds[0]: target 10000 IOPS, tolerance -10%%/open)" % C._fmt(iops["value"]))
     assert summary["checks"]["pass"] == len([c for c in checks if c["status"] == "pass"])
     assert summary["metric_status"][iops["id"]] == "fail"
