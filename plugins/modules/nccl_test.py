@@ -289,6 +289,10 @@ result_source:
   description: V(json) when the rows came from the C(-J) report, V(text) when from the printed table.
   returned: when the job ran
   type: str
+passed:
+  description: True when the job ran and every gate passed, false when it failed, null when it did not run (check mode, O(creates)/O(removes)).
+  returned: always
+  type: bool
 gates:
   description: C(passed), C(failures) (messages), C(min_busbw) (the bound used) and C(bound_source).
   returned: when the job ran
@@ -385,7 +389,7 @@ def main():
 
     for guard, wanted in (("creates", True), ("removes", False)):
         if p[guard] and os.path.exists(p[guard]) == wanted:
-            module.exit_json(changed=False, skipped=True, command=[], cmd="",
+            module.exit_json(changed=False, skipped=True, passed=None, command=[], cmd="",
                              msg="not run: %s %s" % (p[guard], "exists" if wanted else "does not exist"))
 
     def run_command(argv, env=None):
@@ -403,14 +407,14 @@ def main():
         for warning in plan.warnings:
             module.warn(warning)
         if module.check_mode:
-            module.exit_json(changed=False, command=plan.argv_for_display(), cmd=plan.cmd_for_display(),
+            module.exit_json(changed=False, passed=None, command=plan.argv_for_display(), cmd=plan.cmd_for_display(),
                              msg="check mode: the benchmark was not run")
         workdir = tempfile.mkdtemp(prefix="aiinfra-nccl-")
         argv = plan.materialize(workdir)
         job = L.run_job(argv, timeout=p["timeout"], env=plan.env)
         report = read_report(job, plan, workdir)
     except (NcclJobError, N.NcclTestsError, L.LauncherError) as exc:
-        module.fail_json(msg=str(exc))
+        module.fail_json(msg=str(exc), passed=False)
     finally:
         if workdir:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -420,6 +424,7 @@ def main():
     fields["command"] = argv
     fields["cmd"] = " ".join(shlex.quote(a) for a in argv)
     failure = fields.pop("failure")
+    fields["passed"] = failure is None
     if failure:
         module.fail_json(msg=failure, changed=False, **fields)
     module.exit_json(changed=False, **fields)
