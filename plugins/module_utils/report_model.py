@@ -386,8 +386,10 @@ def adapt_nvmeof(host, role, fact):
     names = []
     for d in devices or []:
         names.append(str(_first(d, "path", "device", "name", default=d)) if isinstance(d, dict) else str(d))
-    ports = fact.get("ports") or []
-    passed = _first(io, "passed", "ok")
+    ports = fact.get("ports")
+    if ports is None and fact.get("port_id") is not None:
+        ports = [fact["port_id"]]
+    passed = _first(io, "passed", "ok", "match")
     return {
         "host": host,
         "role": role,
@@ -396,8 +398,9 @@ def adapt_nvmeof(host, role, fact):
         "devices": names,
         "mount": _first(fact, "mount", "mount_point", "mountpoint"),
         "ports": len(ports) if isinstance(ports, list) else _int(ports),
+        "state": fact.get("state") or "present",
         "io_check": None if passed is None else bool(passed),
-        "io_sha256": _first(io, "sha256", "checksum"),
+        "io_sha256": _first(io, "sha256", "checksum", "sha256_read"),
         "fio_version": (fact.get("fio") or {}).get("fio_version") if isinstance(fact.get("fio"), dict) else None,
         "failed": bool(fact.get("failed")),
     }

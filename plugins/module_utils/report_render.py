@@ -24,7 +24,7 @@ CSV_COLUMNS = {
             "bandwidth_mbps", "min_us", "max_us", "iterations"],
     "fio": ["host", "job", "direction", "device", "transport", "error", "iops", "bw_bytes", "bw_mib", "lat_kind",
             "lat_mean_us", "lat_p50_us", "lat_p90_us", "lat_p95_us", "lat_p99_us", "lat_p99_9_us", "lat_max_us"],
-    "nvmeof": ["host", "role", "transport", "subsystem", "devices", "mount", "ports", "io_check", "io_sha256"],
+    "nvmeof": ["host", "role", "state", "transport", "subsystem", "devices", "mount", "ports", "io_check", "io_sha256"],
 }
 METRIC_COLUMNS = ["id", "host", "benchmark", "metric", "labels", "value", "unit", "better", "status"]
 CHECK_COLUMNS = ["host", "key", "value", "unit", "source", "status", "gated", "target", "lower_bound", "upper_bound",

@@ -137,16 +137,20 @@ def test_fio_adapter_without_fio_or_with_junk():
 
 def test_nvmeof_records_and_collect():
     benchmarks, hosts = M.collect({
-        "te1": {"nvmeof_target_result": {"transport": "rdma", "subsystem": "nqn.2026-11.io.aiinfra:lab",
-                                         "ports": [{"id": 1}]}},
-        "te2": {"nvmeof_initiator_result": dict(build_facts.initiator_fact(), io_check={"passed": False})},
+        # The shapes the nvmeof_target / nvmeof_initiator roles publish.
+        "te1": {"nvmeof_target_result": {"transport": "rdma", "nqn": "nqn.2026-11.io.aiinfra:lab", "port_id": 1,
+                                         "address": "10.99.0.1", "trsvcid": "4420"}},
+        "te2": {"nvmeof_initiator_result": dict(build_facts.initiator_fact(), io_check={
+            "match": False, "file": "/mnt/nvmeof/check.bin", "sha256_written": "a" * 64, "sha256_read": "b" * 64})},
         "idle": {},
     }, {"te1": {"host_class": "storage"}})
     assert sorted(hosts) == ["te1", "te2"]  # a host without result facts is left out
     assert hosts["te1"]["host_class"] == "storage" and hosts["te2"]["transport"] == "rdma"
     roles = dict((r["host"], r) for r in benchmarks["nvmeof"])
     assert roles["te1"]["role"] == "target" and roles["te1"]["ports"] == 1
-    assert roles["te2"]["io_check"] is False and len(benchmarks["fio"]) == 2
+    assert roles["te1"]["subsystem"] == "nqn.2026-11.io.aiinfra:lab" and roles["te1"]["io_check"] is None
+    assert roles["te2"]["io_check"] is False and roles["te2"]["io_sha256"] == "b" * 64
+    assert len(benchmarks["fio"]) == 2
     ids = by_id(M.derive_metrics(benchmarks, hosts))
     assert ids["te2/nvmeof.io_check[role=initiator,transport=rdma]"]["value"] is False
 
