@@ -1,0 +1,124 @@
+"""The nccl_tests role's run path on localhost (connection local), with the FAKE nccl-tests
+binary tests/fixtures/nccl_tests/bin/replay_nccl_output standing in for a GPU build.
+
+This proves the role's wiring - the tests x sizes matrix, nccl_tests_result, set_stats, the
+gates failing the play, check mode - not any GPU performance: the "results" are recorded
+public outputs replayed. Install and build are off here (no NCCL, no GPU).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
+STAND_IN = os.path.join(TOP, "tests", "fixtures", "nccl_tests", "bin", "replay_nccl_output")
+ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+
+PLAYBOOK = """
+- name: Run the nccl_tests role against the stand-in
+  hosts: gpu_nodes
+  gather_facts: false
+  roles:
+    - role: aiinfra.fabric.nccl_tests
+  post_tasks:
+    - name: Save nccl_tests_result
+      ansible.builtin.copy:
+        content: "{{ nccl_tests_result | to_nice_json }}"
+        dest: "{{ result_file }}"
+        mode: "0600"
+"""
+
+
+@pytest.fixture
+def lab(tmp_path):
+    bindir = tmp_path / "build"
+    bindir.mkdir()
+    for test in ("all_reduce", "alltoall"):
+        os.symlink(STAND_IN, str(bindir / ("%s_perf" % test)))
+    (tmp_path / "play.yml").write_text(PLAYBOOK)
+    (tmp_path / "hosts.yml").write_text(json.dumps({"all": {"children": {"gpu_nodes": {"hosts": {"gpu1": {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable, "gpu_count": 2}}}}}}))
+    return tmp_path
+
+
+def role_vars(lab, **over):
+    v = {
+        "result_file": str(lab / "result.json"),
+        "nccl_tests_install_method": "none",
+        "nccl_tests_build": False,
+        "nccl_tests_binary_dir": str(lab / "build"),
+        "nccl_tests_tests": ["all_reduce", "alltoall"],
+        "nccl_tests_sizes": [{"minbytes": "8", "maxbytes": "128M", "stepfactor": 2},
+                             {"minbytes": "1K", "maxbytes": "8G", "stepfactor": 2}],
+        "nccl_tests_environment": {
+            "REPLAY_NCCL_FIXTURE_ALL_REDUCE_PERF": "cscs_gh200_all_reduce_srun_2.17.1.txt",
+            "REPLAY_NCCL_FIXTURE_ALLTOALL_PERF": "rtx6000d_alltoall_mpirun_2.18.3.txt",
+            "REPLAY_NCCL_NO_JSON": "1",
+        },
+        "nccl_tests_min_busbw": {"all_reduce": 100},
+    }
+    v.update(over)
+    return v
+
+
+def play(lab, extra, *args):
+    (lab / "vars.json").write_text(json.dumps(extra))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(TOP, ".cache", "collections"),
+               ANSIBLE_SHOW_CUSTOM_STATS="true", ANSIBLE_NOCOLOR="1", ANSIBLE_RETRY_FILES_ENABLED="0",
+               ANSIBLE_LOCAL_TEMP=str(lab / "tmp"), ANSIBLE_HOME=str(lab / "ansible-home"))
+    proc = subprocess.run([ANSIBLE_PLAYBOOK, "-i", str(lab / "hosts.yml"), str(lab / "play.yml"),
+                           "-e", "@" + str(lab / "vars.json")] + list(args),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=str(lab), env=env, timeout=300)
+    return proc.returncode, proc.stdout.decode()
+
+
+def test_matrix_results_and_stats(lab):
+    rc, out = play(lab, role_vars(lab))
+    assert rc == 0, out
+    result = json.loads((lab / "result.json").read_text())
+    assert result["host"] == "gpu1" and result["passed"] is True and result["failures"] == []
+    runs = result["single_node"]
+    assert [(r["test"], r["minbytes"], r["maxbytes"]) for r in runs] == [
+        ("all_reduce", "8", "128M"), ("all_reduce", "1K", "8G"), ("alltoall", "8", "128M"), ("alltoall", "1K", "8G")]
+    assert runs[0]["largest_size_busbw"] == 122.57 and runs[0]["gates"]["min_busbw"] == 100.0
+    assert runs[2]["peak_busbw"] == 35.9 and runs[2]["gates"]["min_busbw"] is None
+    assert runs[0]["command"].endswith("all_reduce_perf -b 8 -e 128M -f 2 -g 2 -t 1")
+    assert len(runs[1]["rows"]) == 25
+    assert result["multi_node"] == []      # one host: nothing to run across nodes
+    # set_stats (the AWX artifact) carries the summaries, without the rows.
+    stats = out[out.index("CUSTOM STATS"):]
+    assert "nccl_tests_result" in stats and "gpu1" in stats and '"rows"' not in stats
+
+
+def test_gate_failure_fails_the_play_and_still_publishes(lab):
+    rc, out = play(lab, role_vars(lab, nccl_tests_min_busbw={"all_reduce": 100, "alltoall": 40}))
+    assert rc != 0
+    assert "out-of-place busbw 35.90 GB/s at the largest size (8589934592 B) is below min_busbw = 40.0 GB/s" in out
+    assert not (lab / "result.json").exists()        # the play stopped on this host
+    stats = out[out.index("CUSTOM STATS"):]
+    assert "alltoall" in stats and "below min_busbw" in stats
+
+
+def test_gates_can_be_recorded_without_failing(lab):
+    rc, out = play(lab, role_vars(lab, nccl_tests_min_busbw={"alltoall": 40}, nccl_tests_fail_on_gates=False))
+    assert rc == 0, out
+    result = json.loads((lab / "result.json").read_text())
+    assert result["passed"] is False and len(result["failures"]) == 2
+    assert [r["passed"] for r in result["single_node"]] == [True, True, False, False]
+
+
+def test_check_mode_runs_nothing(lab):
+    record = lab / "record.json"
+    extra = role_vars(lab)
+    extra["nccl_tests_environment"] = dict(extra["nccl_tests_environment"], REPLAY_NCCL_RECORD=str(record))
+    rc, out = play(lab, extra, "--check")
+    assert rc == 0, out
+    # Only the read-only usage probe ran; the benchmarks did not.
+    assert json.loads(record.read_text())["argv"] == ["-h"]
+    assert "failed=0" in out
