@@ -102,7 +102,7 @@ def survey_default(spec, question_type):
     if isinstance(default, bool):
         return "true" if default else "false"
     if isinstance(default, list):
-        return ("\n" if question_type == "multiselect" else ",").join(str(x) for x in default)
+        return "\n".join(str(x) for x in default)
     if question_type in ("integer", "float"):
         return default
     return str(default)
@@ -122,7 +122,8 @@ def allowed_survey_types(spec):
     if kind == "bool":
         return {"multiplechoice"}
     if kind == "list":
-        return {"multiselect"} if choices else {"text"}
+        # AWX sends a text answer as a string; the role would loop over its characters.
+        return {"multiselect"} if choices else set()
     return set()
 
 
