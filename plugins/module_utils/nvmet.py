@@ -319,7 +319,8 @@ def normalize_port(spec, sysfs_root="/sys"):
         if s.get("adrfam") is None:
             s["adrfam"] = derive_adrfam(trtype, s["traddr"])
             if s["adrfam"] is None:
-                raise NvmetError("adrfam: cannot be derived from traddr %r; set adrfam (%s)" % (s["traddr"], ", ".join(ADRFAMS)))
+                raise NvmetError("traddr: %r is not an IPv4 or IPv6 address, so adrfam cannot be derived from it; "
+                                 "fix traddr or set adrfam (%s)" % (s["traddr"], ", ".join(ADRFAMS)))
         if s["adrfam"] not in ADRFAMS:
             raise NvmetError("adrfam: %r is not one of %s" % (s["adrfam"], ", ".join(ADRFAMS)))
         validate_traddr(s["traddr"], s["adrfam"])
@@ -1088,13 +1089,13 @@ def explain(op, exc):
         why = "it still has children or is the target of a link (allowed_hosts / port subsystems)"
     elif op.kind == "mkdir" and code == errno.EEXIST:
         why = "it already exists (changed by someone else meanwhile?)"
-    value = ""
     if op.kind == "write":
-        value = " (value hidden)" if op.secret else " with %r" % str(op.value)
-    verb = {"write": "writing %s%s" % (name, value), "link": "linking %s" % name, "unlink": "unlinking %s" % name,
-            "mkdir": "creating", "rmdir": "removing"}[op.kind]
-    msg = "nvmet: %s %s failed: %s (%s)" % (verb, obj, os.strerror(code) if code else str(exc),
-                                           errno.errorcode.get(code, code))
+        action = "write %s = %s on %s" % (name, "(value hidden)" if op.secret else repr(str(op.value)), obj)
+    else:
+        action = {"link": "link %s into %s" % (name, obj), "unlink": "unlink %s from %s" % (name, obj),
+                  "mkdir": "create %s" % obj, "rmdir": "remove %s" % obj}[op.kind]
+    msg = "nvmet: cannot %s: %s (%s)" % (action, os.strerror(code) if code else str(exc),
+                                        errno.errorcode.get(code, code))
     if why:
         msg += ": " + why
     return msg
