@@ -5,7 +5,9 @@ Shared by the unit test (static comparison) and the ansible-runner tests (which 
 survey answers into extra_vars the way AWX does).
 """
 
+import glob
 import os
+import re
 
 import yaml
 
@@ -217,3 +219,42 @@ def survey_problems(stem, template, options):
             problems.append(where + " has required %s, role %s has %s" % (
                 q["required"], owners[0], bool(spec.get("required", False))))
     return problems
+
+
+CONDITION_KEYS = ("when", "failed_when", "changed_when", "until", "that")
+JINJA = re.compile(r"{{(.*?)}}|{%(.*?)%}", re.S)
+
+
+def _expressions(node, bare=False):
+    """(expression, whole_value) for every Jinja expression in a parsed task file."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _expressions(value, bare=key in CONDITION_KEYS)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _expressions(item, bare)
+    elif isinstance(node, str):
+        if bare:
+            yield node, False
+        for m in JINJA.finditer(node):
+            yield (m.group(1) or m.group(2)), node.strip() == m.group(0)
+
+
+def unsafe_bool_uses(role, var):
+    """Places where a role uses a bool variable as a truth value without `| bool`.
+
+    AWX passes a multiple-choice answer as the string "true"/"false" (so does `-e var=false`
+    on the command line); "false" is a true value in Jinja, and ansible-core 2.19 refuses
+    a string as a conditional. A whole "{{ var }}" given to a module parameter is fine:
+    the module converts it.
+    """
+    uses = []
+    pattern = re.compile(r"\b%s\b(?!\s*\|\s*(ansible\.builtin\.)?bool)" % re.escape(var))
+    for sub in ("tasks", "handlers", "vars"):
+        for path in sorted(glob.glob(os.path.join(ROLES_DIR, role, sub, "**", "*.yml"), recursive=True)):
+            for expr, whole in _expressions(load_yaml(path)):
+                if whole and expr.strip() == var:
+                    continue
+                if pattern.search(expr):
+                    uses.append("%s: %s" % (os.path.relpath(path, TOP), expr.strip()[:120]))
+    return uses

@@ -76,3 +76,30 @@ def test_the_comparison_catches_a_wrong_survey(options):
     joined = "\n".join(problems)
     assert "survey type must be one of text, textarea" in joined
     assert "has default 3, role fabric_preflight has None" in joined
+
+
+@pytest.mark.parametrize("stem", surveys.MAIN_PLAYBOOKS)
+def test_roles_read_survey_booleans_with_the_bool_filter(stem, templates, options):
+    template = templates.get(stem)
+    if template is None:
+        pytest.fail("awx/job_templates/%s.yml is missing" % stem)
+    problems = []
+    for q in template.get("survey") or []:
+        for role, opts in options.items():
+            if opts.get(q["variable"], {}).get("type") == "bool":
+                problems.extend(surveys.unsafe_bool_uses(role, q["variable"]))
+    assert not problems, "survey booleans arrive as the strings 'true'/'false'; add | bool:\n" + "\n".join(problems)
+
+
+def test_the_bool_check_finds_a_bare_use(tmp_path, monkeypatch):
+    role = tmp_path / "demo" / "tasks"
+    role.mkdir(parents=True)
+    (role / "main.yml").write_text(
+        "- name: Bare\n  ansible.builtin.debug:\n    msg: x\n  when: demo_flag\n"
+        "- name: Filtered\n  ansible.builtin.debug:\n    msg: \"{{ 'a' if demo_flag | bool else 'b' }}\"\n"
+        "- name: Passed whole to a module\n  ansible.builtin.debug:\n    var: \"{{ demo_flag }}\"\n"
+        "- name: Inline\n  ansible.builtin.debug:\n    msg: \"{{ 'a' if demo_flag else 'b' }}\"\n")
+    monkeypatch.setattr(surveys, "ROLES_DIR", str(tmp_path))
+    monkeypatch.setattr(surveys, "TOP", str(tmp_path))
+    uses = surveys.unsafe_bool_uses("demo", "demo_flag")
+    assert uses == ["demo/tasks/main.yml: demo_flag", "demo/tasks/main.yml: 'a' if demo_flag else 'b'"], uses
