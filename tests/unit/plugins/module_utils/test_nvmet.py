@@ -1,0 +1,736 @@
+"""Unit tests for plugins/module_utils/nvmet.py: validators, planner, model, applier.
+
+The model tests read a temporary directory laid out like the nvmet configfs tree of
+Debian's 6.12.117 kernel (file names and default values copied from the lab VM te1).
+That tree is a FAKE: a plain directory cannot emulate configfs semantics - mkdir that
+auto-creates attribute files and child groups, symlinks that enable a port, writes the
+kernel refuses with EBUSY/EACCES/EINVAL. Where a test needs some of that, the
+``EmulatedTree`` below adds it by hand and says so. The real semantics are proven
+on the real kernel by molecule/nvmet_modules.
+"""
+
+import base64
+import errno
+import json
+import os
+import zlib
+
+import pytest
+
+from ansible_collections.aiinfra.fabric.plugins.module_utils import nvmet
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import (
+    ConfigfsTree,
+    NvmetError,
+    Op,
+    apply_plan,
+    from_savefile,
+    normalize_host,
+    normalize_port,
+    normalize_subsystem,
+    plan_host,
+    plan_port,
+    plan_subsystem,
+    simulate,
+    to_savefile,
+    validate_dhchap_key,
+    validate_nqn,
+)
+
+SUB = "nqn.2024-04.io.aiinfra.lab:te1.modules"
+HOST = "nqn.2014-08.org.nvmexpress:uuid:6d4104d1-02ff-4b25-86c0-e09cdeb71663"
+HOST2 = "nqn.2014-08.org.nvmexpress:uuid:00000000-1111-2222-3333-444444444444"
+
+
+def make_key(size=32, transform=1, corrupt=False):
+    raw = bytes(range(size))
+    crc = zlib.crc32(raw).to_bytes(4, "little")
+    if corrupt:
+        crc = bytes([crc[0] ^ 1]) + crc[1:]
+    return "DHHC-1:%02d:%s:" % (transform, base64.b64encode(raw + crc).decode())
+
+
+# --------------------------------------------------------------------------- fake tree
+
+
+def write(path, value):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(value + "\n")
+
+
+def fake_subsystem(root, nqn, allow_any="0", serial="7261cd9a61165179a56a"):
+    base = os.path.join(root, "nvmet", "subsystems", nqn)
+    for name, value in (("allow_any_host", allow_any), ("cntlid_max", "65519"), ("cntlid_min", "1"),
+                        ("firmware", "6.12.117"), ("ieee_oui", "0x000000"), ("model", "Linux"),
+                        ("pi_enable", "0"), ("qid_max", "128"), ("serial", serial), ("version", "1.3")):
+        write(os.path.join(base, "attr_" + name), value)
+    os.makedirs(os.path.join(base, "allowed_hosts"), exist_ok=True)
+    os.makedirs(os.path.join(base, "namespaces"), exist_ok=True)
+    os.makedirs(os.path.join(base, "passthru"), exist_ok=True)
+    return base
+
+
+def fake_namespace(root, nqn, nsid, path="(null)", enable="0", uuid="c1dcff13-cbcf-44e6-997c-ee94dc0b42e3"):
+    base = os.path.join(root, "nvmet", "subsystems", nqn, "namespaces", str(nsid))
+    for name, value in (("ana_grpid", "1"), ("buffered_io", "0"),
+                        ("device_nguid", "00000000-0000-0000-0000-000000000000"), ("device_path", path),
+                        ("device_uuid", uuid), ("enable", enable)):
+        write(os.path.join(base, name), value)
+    return base
+
+
+def fake_port(root, pid, trtype="", traddr="", trsvcid="", adrfam="", tsas=""):
+    base = os.path.join(root, "nvmet", "ports", str(pid))
+    for name, value in (("addr_adrfam", adrfam), ("addr_traddr", traddr), ("addr_treq", "not specified"),
+                        ("addr_trsvcid", trsvcid), ("addr_trtype", trtype), ("addr_tsas", tsas),
+                        ("param_inline_data_size", "-1"), ("param_max_queue_size", "-1"), ("param_pi_enable", "0")):
+        write(os.path.join(base, name), value)
+    write(os.path.join(base, "ana_groups", "1", "ana_state"), "optimized")
+    os.makedirs(os.path.join(base, "subsystems"), exist_ok=True)
+    os.makedirs(os.path.join(base, "referrals"), exist_ok=True)
+    return base
+
+
+def fake_host(root, nqn, key=""):
+    base = os.path.join(root, "nvmet", "hosts", nqn)
+    for name, value in (("dhchap_ctrl_key", ""), ("dhchap_dhgroup", "null"), ("dhchap_hash", "hmac(sha256)"),
+                        ("dhchap_key", key)):
+        write(os.path.join(base, name), value)
+    return base
+
+
+def link(root, src_rel, dst_rel):
+    os.symlink(os.path.join(root, "nvmet", src_rel), os.path.join(root, "nvmet", dst_rel))
+
+
+class EmulatedTree(ConfigfsTree):
+    """FAKE configfs: mkdir populates the defaults the kernel would create; writes
+    replace the file. Kernel refusals are not emulated, except where a test passes
+    ``refuse={relpath: errno}``."""
+
+    def __init__(self, root, refuse=None, **kw):
+        kw.setdefault("sysfs_root", os.path.join(root, "sys"))
+        kw.setdefault("proc_root", os.path.join(root, "proc"))
+        kw.setdefault("debugfs_root", os.path.join(root, "debug"))
+        kw.setdefault("run_command", lambda argv: "[]")
+        super().__init__(root, **kw)
+        self.refuse = refuse or {}
+        self.done = []
+
+    def do(self, op):
+        if op.path in self.refuse:
+            raise OSError(self.refuse[op.path], os.strerror(self.refuse[op.path]))
+        parts = op.path.split("/")
+        if op.kind == "mkdir":
+            if parts[0] == "subsystems" and len(parts) == 2:
+                fake_subsystem(self.root, parts[1])
+            elif parts[0] == "subsystems" and parts[2] == "namespaces":
+                fake_namespace(self.root, parts[1], parts[3])
+            elif parts[0] == "ports":
+                fake_port(self.root, parts[1])
+            elif parts[0] == "hosts":
+                fake_host(self.root, parts[1])
+            else:
+                super().do(op)
+        elif op.kind == "rmdir":
+            import shutil
+            shutil.rmtree(self.path(op.path))
+        elif op.kind == "write":
+            write(self.path(op.path), str(op.value))
+        else:
+            super().do(op)
+        self.done.append(op.text())
+
+
+@pytest.fixture
+def root(tmp_path):
+    os.makedirs(str(tmp_path / "nvmet" / "subsystems"))
+    os.makedirs(str(tmp_path / "nvmet" / "ports"))
+    os.makedirs(str(tmp_path / "nvmet" / "hosts"))
+    for mod in ("nvmet", "nvmet_tcp", "nvmet_rdma"):
+        os.makedirs(str(tmp_path / "sys" / "module" / mod))
+    return str(tmp_path)
+
+
+@pytest.fixture
+def backing(tmp_path):
+    path = tmp_path / "disk1.img"
+    path.write_bytes(b"")
+    path2 = tmp_path / "disk2.img"
+    path2.write_bytes(b"")
+    return str(path), str(path2)
+
+
+def empty_state():
+    return {"hosts": {}, "ports": {}, "subsystems": {}}
+
+
+def sub_spec(**kw):
+    spec = {"nqn": SUB, "state": "present", "allow_any_host": False, "allowed_hosts": [], "namespaces": [],
+            "purge_namespaces": False, "purge_allowed_hosts": False, "attributes": {}}
+    spec.update(kw)
+    return normalize_subsystem(spec, check_paths=False)
+
+
+def port_spec(root, **kw):
+    spec = {"port_id": 1, "state": "present", "trtype": "tcp", "traddr": "10.99.0.1", "params": {}}
+    spec.update(kw)
+    return normalize_port(spec, os.path.join(root, "sys"))
+
+
+def texts(ops):
+    return [op.text() for op in ops]
+
+
+# --------------------------------------------------------------------------- validators
+
+
+@pytest.mark.parametrize("nqn", [
+    "nqn.2024-04.io.aiinfra.lab:te1.modules",
+    "nqn.2014-08.org.nvmexpress:uuid:6d4104d1-02ff-4b25-86c0-e09cdeb71663",
+    "nqn.1999-12.com.example-corp:a:b:c",
+])
+def test_valid_nqns(nqn):
+    assert validate_nqn(nqn) == nqn
+
+
+@pytest.mark.parametrize("nqn,fragment", [
+    ("nqn.2024-4.io.bad:x", "is not a valid NQN"),
+    ("nqn.2024-13.io.bad:x", "is not a valid NQN"),
+    ("iqn.2024-04.io.bad:x", "is not a valid NQN"),
+    ("nqn.2024-04.io.bad", "is not a valid NQN"),
+    ("nqn.2024-04.io.bad:with space", "is not a valid NQN"),
+    ("nqn.2024-04.io.bad:with/slash", "is not a valid NQN"),
+    ("nqn.2014-08.org.nvmexpress:uuid:1234", "is not a UUID"),
+    ("nqn.2014-08.org.nvmexpress.discovery", "discovery NQN"),
+    ("", "an NQN is required"),
+])
+def test_invalid_nqns_name_parameter_and_value(nqn, fragment):
+    with pytest.raises(NvmetError) as err:
+        validate_nqn(nqn, "allowed_hosts[0]")
+    assert fragment in err.value.msg
+    assert err.value.msg.startswith("allowed_hosts[0]: ")
+
+
+def test_nqn_byte_limit():
+    prefix = "nqn.2024-04.io.aiinfra:"
+    assert validate_nqn(prefix + "a" * (223 - len(prefix)))
+    with pytest.raises(NvmetError, match="is 224 bytes long; an NQN is at most 223 bytes"):
+        validate_nqn(prefix + "a" * (224 - len(prefix)))
+    # Bytes, not characters: 'é' is two bytes in UTF-8.
+    with pytest.raises(NvmetError, match="224 bytes"):
+        validate_nqn(prefix + "é" + "a" * (222 - len(prefix)))
+
+
+def test_dhchap_key_from_nvme_cli_is_accepted():
+    # Made by `nvme gen-dhchap-key -m 1 -n nqn.2014-08.org.test:h1` (nvme-cli 2.3) on the lab VM te1.
+    key = "DHHC-1:01:UdqW9EroA7DPIebRi9XopopBS4iSni8VRBsijznQdMMIh2bh:"
+    assert validate_dhchap_key(key, "dhchap_key") == key
+
+
+@pytest.mark.parametrize("size,transform", [(32, 0), (48, 0), (64, 0), (32, 1), (48, 2), (64, 3)])
+def test_dhchap_key_lengths_accepted(size, transform):
+    validate_dhchap_key(make_key(size, transform), "dhchap_key")
+
+
+@pytest.mark.parametrize("key,fragment", [
+    ("DHHC-1:0X:abc:", "is not a DH-HMAC-CHAP key"),
+    ("DHHC-1:04:" + make_key()[10:], "is not a DH-HMAC-CHAP key"),
+    (make_key()[:-1], "is not a DH-HMAC-CHAP key"),
+    ("secret", "is not a DH-HMAC-CHAP key"),
+    (make_key(48, 1), "with transform 01 it must be 32 bytes"),
+    (make_key(16, 0), "it must be 32 or 48 or 64 bytes"),
+    (make_key(corrupt=True), "CRC-32 does not match"),
+])
+def test_bad_dhchap_keys_fail_without_showing_the_key(key, fragment):
+    with pytest.raises(NvmetError) as err:
+        validate_dhchap_key(key, "dhchap_ctrl_key")
+    assert fragment in err.value.msg
+    assert err.value.msg.startswith("dhchap_ctrl_key: ")
+    assert key not in err.value.msg
+
+
+def test_ctrl_key_needs_host_key():
+    with pytest.raises(NvmetError, match="dhchap_ctrl_key: bidirectional"):
+        normalize_host({"hostnqn": HOST, "dhchap_ctrl_key": make_key()})
+
+
+def test_subsystem_input_errors(backing):
+    with pytest.raises(NvmetError, match=r"namespaces\[1\].nsid: 1 is listed twice"):
+        sub_spec(namespaces=[{"nsid": 1, "device_path": "/a"}, {"nsid": 1, "device_path": "/b"}])
+    with pytest.raises(NvmetError, match=r"namespaces\[0\].nsid: 0 is out of range 1..4294967294"):
+        sub_spec(namespaces=[{"nsid": 0, "device_path": "/a"}])
+    with pytest.raises(NvmetError, match=r"namespaces\[0\].device_path: is required"):
+        sub_spec(namespaces=[{"nsid": 1}])
+    with pytest.raises(NvmetError, match=r"namespaces\[0\].device_path: '/nonexistent' does not exist"):
+        normalize_subsystem({"nqn": SUB, "namespaces": [{"nsid": 1, "device_path": "/nonexistent"}]})
+    with pytest.raises(NvmetError, match=r"device_path: '/' is neither a block device nor a regular file"):
+        normalize_subsystem({"nqn": SUB, "namespaces": [{"nsid": 1, "device_path": "/"}]})
+    assert normalize_subsystem({"nqn": SUB, "namespaces": [{"nsid": 1, "device_path": backing[0]}]})
+    with pytest.raises(NvmetError, match="exclude each other"):
+        sub_spec(allow_any_host=True, allowed_hosts=[HOST])
+    with pytest.raises(NvmetError, match=r"namespaces\[0\].uuid: 'nope' is not a UUID"):
+        sub_spec(namespaces=[{"nsid": 1, "device_path": "/a", "uuid": "nope"}])
+    with pytest.raises(NvmetError, match="attributes: key 'model' has its own option"):
+        sub_spec(attributes={"model": "x"})
+    with pytest.raises(NvmetError, match="without its attr_/param_ prefix"):
+        sub_spec(attributes={"attr_cntlid_min": 1})
+    with pytest.raises(NvmetError, match="serial: 'x{21}' must be 1-20"):
+        sub_spec(serial="x" * 21)
+
+
+def test_nguid_is_normalized_to_the_kernel_form():
+    spec = sub_spec(namespaces=[{"nsid": 1, "device_path": "/a", "nguid": "0123456789ABCDEF0123456789ABCDEF"}])
+    assert spec["namespaces"][0]["nguid"] == "01234567-89ab-cdef-0123-456789abcdef"
+
+
+def test_port_input_errors(root):
+    with pytest.raises(NvmetError, match="traddr: '10.99.0.1' is an IPv4 address but adrfam is ipv6"):
+        port_spec(root, adrfam="ipv6")
+    with pytest.raises(NvmetError, match="traddr: '::1' is an IPv6 address but adrfam is ipv4"):
+        port_spec(root, traddr="::1", adrfam="ipv4")
+    with pytest.raises(NvmetError, match="port_id: 70000 is out of range 0..65535"):
+        port_spec(root, port_id=70000)
+    with pytest.raises(NvmetError, match="trsvcid: 0 is out of range 1..65535"):
+        port_spec(root, trsvcid="0")
+    with pytest.raises(NvmetError, match="trsvcid: 'http' is not an integer"):
+        port_spec(root, trsvcid="http")
+    with pytest.raises(NvmetError, match="kernel module nvmet_fc, which is not loaded"):
+        port_spec(root, trtype="fc", traddr="nn-0x1000000000000001:pn-0x2000000000000001")
+    with pytest.raises(NvmetError, match="tsas: 'tls1.3' is only meaningful for trtype tcp"):
+        port_spec(root, trtype="rdma", tsas="tls1.3")
+    with pytest.raises(NvmetError, match="traddr: 'te1' is not an IPv4 or IPv6 address"):
+        port_spec(root, traddr="te1")
+
+
+def test_port_defaults(root):
+    spec = port_spec(root)
+    assert (spec["adrfam"], spec["trsvcid"]) == ("ipv4", "4420")
+    assert port_spec(root, traddr="fe80::1")["adrfam"] == "ipv6"
+
+
+# --------------------------------------------------------------------------- model
+
+
+def test_read_tree_like_debian_6_12(root):
+    fake_subsystem(root, SUB)
+    fake_namespace(root, SUB, 1, path="/var/lib/nvmet-lab/disk1.img", enable="1")
+    fake_namespace(root, SUB, 2)
+    fake_host(root, HOST, key=make_key())
+    link(root, "hosts/" + HOST, "subsystems/%s/allowed_hosts/%s" % (SUB, HOST))
+    fake_port(root, 1, trtype="tcp", traddr="10.99.0.1", trsvcid="4420", adrfam="ipv4", tsas="none")
+    link(root, "subsystems/" + SUB, "ports/1/subsystems/" + SUB)
+    state = ConfigfsTree(root).read()
+    sub = state["subsystems"][SUB]
+    assert sub["allow_any_host"] is False
+    assert sub["allowed_hosts"] == [HOST]
+    assert sub["attributes"]["model"] == "Linux" and "allow_any_host" not in sub["attributes"]
+    assert sub["namespaces"][1] == {"nsid": 1, "device_path": "/var/lib/nvmet-lab/disk1.img", "enabled": True,
+                                    "uuid": "c1dcff13-cbcf-44e6-997c-ee94dc0b42e3", "nguid": None,
+                                    "ana_grpid": 1, "buffered_io": False}
+    assert sub["namespaces"][2]["device_path"] is None  # the kernel prints "(null)"
+    port = state["ports"][1]
+    assert (port["trtype"], port["traddr"], port["trsvcid"], port["adrfam"]) == ("tcp", "10.99.0.1", "4420", "ipv4")
+    assert port["subsystems"] == [SUB] and port["inline_data_size"] == -1
+    assert port["params"] == {"max_queue_size": "-1", "pi_enable": "0"}
+    assert state["hosts"][HOST]["dhchap_key"] == make_key()
+
+
+def test_savefile_masks_keys_and_round_trips(root):
+    fake_subsystem(root, SUB)
+    fake_namespace(root, SUB, 1, path="/var/lib/nvmet-lab/disk1.img", enable="1")
+    fake_host(root, HOST, key=make_key())
+    link(root, "hosts/" + HOST, "subsystems/%s/allowed_hosts/%s" % (SUB, HOST))
+    fake_port(root, 1, trtype="tcp", traddr="10.99.0.1", trsvcid="4420", adrfam="ipv4", tsas="none")
+    link(root, "subsystems/" + SUB, "ports/1/subsystems/" + SUB)
+    tree = EmulatedTree(root)
+    state = tree.read()
+    masked = to_savefile(state)
+    assert masked["hosts"] == [{"nqn": HOST, "dhchap": {"key": "********", "hash": "hmac(sha256)", "dhgroup": "null"}}]
+    assert make_key() not in json.dumps(masked)
+    assert masked["subsystems"][0]["attr"]["allow_any_host"] == "0"
+    assert masked["subsystems"][0]["namespaces"][0]["device"]["path"] == "/var/lib/nvmet-lab/disk1.img"
+    assert masked["ports"][0]["addr"]["trtype"] == "tcp"
+    # A masked document restores onto the same state as a no-op: masked keys are not written.
+    assert nvmet.plan_document(tree, state, masked, check_paths=False) == []
+    # The same with clear keys, after a JSON round trip.
+    clear = json.loads(json.dumps(to_savefile(state, mask_keys=False)))
+    assert nvmet.plan_document(tree, state, clear, check_paths=False) == []
+
+
+def test_restore_builds_from_nothing_in_order(root, backing):
+    doc = {
+        "hosts": [{"nqn": HOST, "dhchap": {"key": make_key(), "hash": "hmac(sha256)", "dhgroup": "ffdhe2048"}}],
+        "ports": [{"portid": 1, "addr": {"trtype": "tcp", "traddr": "10.99.0.1", "trsvcid": "4420",
+                                          "adrfam": "ipv4", "treq": "not specified", "tsas": "none"},
+                   "param": {}, "subsystems": [SUB], "referrals": [], "ana_groups": []}],
+        "subsystems": [{"nqn": SUB, "attr": {"allow_any_host": "0", "model": "aiinfra"}, "allowed_hosts": [HOST],
+                        "namespaces": [{"nsid": 1, "enable": 1, "device": {"path": backing[0]}}]}],
+    }
+    tree = EmulatedTree(root)
+    planned = nvmet.restore_document(doc, check=True, tree=tree)
+    assert tree.done == []
+    assert planned[0] == "mkdir hosts/" + HOST
+    assert "write hosts/%s/dhchap_key = ********" % HOST in planned
+    assert planned.index("mkdir subsystems/" + SUB) < planned.index("mkdir ports/1")
+    assert planned[-1] == "link ports/1/subsystems/%s -> subsystems/%s" % (SUB, SUB)
+    applied = nvmet.restore_document(doc, tree=tree)
+    assert applied == planned
+    assert nvmet.restore_document(doc, tree=tree) == []
+
+
+def test_main_restore_cli(root, backing, tmp_path, capsys):
+    doc = {"subsystems": [{"nqn": SUB, "attr": {"allow_any_host": "1"},
+                           "namespaces": [{"nsid": 1, "enable": 0, "device": {"path": backing[0]}}]}]}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(doc))
+    assert nvmet.main(["--configfs-root", root, "restore", "--check", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "would mkdir subsystems/" + SUB
+    assert not os.path.exists(os.path.join(root, "nvmet", "subsystems", SUB))
+
+
+def test_main_reports_missing_configfs(tmp_path, capsys):
+    assert nvmet.main(["--configfs-root", str(tmp_path), "save"]) == 1
+    assert "load the nvmet kernel module" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- connections
+
+
+PROC_NET_TCP = """\
+  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100630A:1144 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 3422 1 0 100 0 0 10 0
+   2: 0100630A:1144 0200630A:8D66 01 00000000:00000000 00:00000000 00000000     0        0 4197 1 0 21 4 25 75 40
+   3: 0100630A:1144 0200630A:8278 01 00000000:00000000 00:00000000 00000000     0        0 3670 1 0 24 4 25 10 -1
+   5: 0F02000A:0016 0202000A:A014 01 00000000:00000000 02:000AFC1C 00000000     0        0 4201 3 0 20 4 28 10 -1
+"""
+# `rdma -j res show cm_id` on te1 with te2 connected over soft-RoCE (lab capture).
+RDMA_CM_IDS = json.dumps([
+    {"ifname": "rxe0", "state": "LISTEN", "comm": "nvmet_rdma", "src-addr": "10.99.0.1:4420", "dst-addr": "0.0.0.0:0"},
+    {"ifname": "rxe0", "state": "CONNECT", "comm": "nvmet_rdma", "src-addr": "10.99.0.1:4420",
+     "dst-addr": "10.99.0.2:39519"},
+    {"ifname": "rxe0", "state": "CONNECT", "comm": "nvmet_rdma", "src-addr": "10.99.0.1:4420",
+     "dst-addr": "10.99.0.2:48892"},
+])
+
+
+def test_connections_from_sockets_and_rdma(root):
+    write(os.path.join(root, "proc", "net", "tcp"), PROC_NET_TCP)
+    fake_subsystem(root, SUB)
+    fake_subsystem(root, "nqn.2024-04.io.aiinfra.lab:other")
+    fake_port(root, 1, trtype="tcp", traddr="10.99.0.1", trsvcid="4420", adrfam="ipv4")
+    fake_port(root, 2, trtype="rdma", traddr="10.99.0.1", trsvcid="4420", adrfam="ipv4")
+    fake_port(root, 3, trtype="tcp", traddr="10.99.0.1", trsvcid="4421", adrfam="ipv4")
+    link(root, "subsystems/" + SUB, "ports/1/subsystems/" + SUB)
+    link(root, "subsystems/" + SUB, "ports/2/subsystems/" + SUB)
+    link(root, "subsystems/nqn.2024-04.io.aiinfra.lab:other", "ports/3/subsystems/nqn.2024-04.io.aiinfra.lab:other")
+    tree = EmulatedTree(root, run_command=lambda argv: RDMA_CM_IDS)
+    conns = tree.connections(tree.read())
+    # The ssh socket (port 22) and the listener do not count; nothing is connected on 4421.
+    assert conns == {"by_subsystem": {SUB: 4}, "by_port": {1: 2, 2: 2}, "exact": False}
+
+
+def test_connections_unknown_without_rdma_tool(root):
+    write(os.path.join(root, "proc", "net", "tcp"), PROC_NET_TCP)
+    fake_subsystem(root, SUB)
+    fake_port(root, 2, trtype="rdma", traddr="10.99.0.1", trsvcid="4420", adrfam="ipv4")
+    link(root, "subsystems/" + SUB, "ports/2/subsystems/" + SUB)
+    tree = EmulatedTree(root, run_command=lambda argv: None)
+    assert tree.connections(tree.read()) is None
+
+
+def test_connections_from_debugfs_are_exact(root):
+    write(os.path.join(root, "debug", "nvmet", SUB, "ctrl1", "port"), "1")
+    write(os.path.join(root, "debug", "nvmet", SUB, "ctrl1", "hostnqn"), HOST)
+    tree = EmulatedTree(root)
+    assert tree.connections(tree.read()) == {"by_subsystem": {SUB: 1}, "by_port": {1: 1}, "exact": True}
+
+
+# --------------------------------------------------------------------------- planner
+
+
+def linked_state():
+    """te1 after converge: one subsystem with two enabled namespaces, exposed on port 1."""
+    return {
+        "hosts": {HOST: {"hostnqn": HOST, "dhchap_key": make_key(), "dhchap_ctrl_key": None,
+                         "dhchap_hash": "hmac(sha256)", "dhchap_dhgroup": "null"}},
+        "ports": {1: {"port_id": 1, "trtype": "tcp", "traddr": "10.99.0.1", "trsvcid": "4420", "adrfam": "ipv4",
+                      "treq": "not specified", "tsas": "none", "inline_data_size": 16384,
+                      "params": {"max_queue_size": "1024", "pi_enable": "0"}, "subsystems": [SUB],
+                      "referrals": [], "ana_groups": {1: "optimized"}}},
+        "subsystems": {SUB: {"nqn": SUB, "allow_any_host": False, "allowed_hosts": [HOST],
+                             "attributes": {"model": "Linux", "serial": "abc", "version": "1.3",
+                                            "firmware": "6.12.117", "cntlid_min": "1"},
+                             "namespaces": {
+                                 1: {"nsid": 1, "device_path": "/d1", "enabled": True, "uuid": "u1", "nguid": None,
+                                     "ana_grpid": 1, "buffered_io": False},
+                                 2: {"nsid": 2, "device_path": "/dev/nullb0", "enabled": True, "uuid": "u2",
+                                     "nguid": None, "ana_grpid": 1, "buffered_io": False}}}},
+    }
+
+
+QUIET = {"by_subsystem": {}, "by_port": {}, "exact": False}
+BUSY = {"by_subsystem": {SUB: 3}, "by_port": {1: 3}, "exact": False}
+NS = [{"nsid": 1, "device_path": "/d1"}, {"nsid": 2, "device_path": "/dev/nullb0"}]
+
+
+def test_new_subsystem_plan_order():
+    spec = sub_spec(allowed_hosts=[HOST2], model="aiinfra", attributes={"cntlid_min": 1},
+                    namespaces=[{"nsid": 2, "device_path": "/dev/nullb0", "nguid": "0" * 31 + "1"},
+                                {"nsid": 1, "device_path": "/d1", "enabled": False}])
+    ops = plan_subsystem(empty_state(), spec, QUIET)
+    r = "subsystems/" + SUB
+    assert texts(ops) == [
+        "mkdir " + r,
+        "write %s/attr_model = aiinfra" % r,
+        "write %s/attr_cntlid_min = 1" % r,
+        "mkdir hosts/" + HOST2,
+        "link %s/allowed_hosts/%s -> hosts/%s" % (r, HOST2, HOST2),
+        "mkdir %s/namespaces/1" % r,
+        "write %s/namespaces/1/device_path = /d1" % r,
+        "mkdir %s/namespaces/2" % r,
+        "write %s/namespaces/2/device_path = /dev/nullb0" % r,
+        "write %s/namespaces/2/device_nguid = 00000000-0000-0000-0000-000000000001" % r,
+        "write %s/namespaces/2/enable = 1" % r,
+    ]
+
+
+def test_converged_subsystem_plans_nothing():
+    assert plan_subsystem(linked_state(), sub_spec(allowed_hosts=[HOST], namespaces=NS), BUSY) == []
+
+
+def test_plan_is_idempotent_through_simulate():
+    state = empty_state()
+    spec = sub_spec(allowed_hosts=[HOST], namespaces=NS, serial="S1", attributes={"cntlid_min": "2"})
+    ops = plan_subsystem(state, spec, QUIET)
+    after = simulate(state, ops)
+    after["subsystems"][SUB]["attributes"].update({"model": "Linux"})  # kernel defaults appear on mkdir
+    assert plan_subsystem(after, spec, QUIET) == []
+
+
+def test_device_change_disables_first_and_needs_force_when_busy():
+    spec = sub_spec(allowed_hosts=[HOST], namespaces=[{"nsid": 1, "device_path": "/d2"}, NS[1]])
+    with pytest.raises(NvmetError, match=r"has 3 live connection\(s\); set force: true to change device_path of namespace 1"):
+        plan_subsystem(linked_state(), spec, BUSY)
+    ns1 = "subsystems/%s/namespaces/1" % SUB
+    assert texts(plan_subsystem(linked_state(), spec, BUSY, force=True)) == [
+        "write %s/enable = 0" % ns1, "write %s/device_path = /d2" % ns1, "write %s/enable = 1" % ns1]
+    # Nobody connected: no force needed.
+    assert len(plan_subsystem(linked_state(), spec, QUIET)) == 3
+
+
+def test_disabled_namespace_is_changed_without_toggling():
+    state = linked_state()
+    state["subsystems"][SUB]["namespaces"][1]["enabled"] = False
+    spec = sub_spec(allowed_hosts=[HOST], namespaces=[{"nsid": 1, "device_path": "/d2", "enabled": False,
+                                                        "buffered_io": True}, NS[1]])
+    ns1 = "subsystems/%s/namespaces/1" % SUB
+    assert texts(plan_subsystem(state, spec, BUSY)) == [
+        "write %s/device_path = /d2" % ns1, "write %s/buffered_io = 1" % ns1]
+
+
+def test_ana_grpid_changes_online():
+    spec = sub_spec(allowed_hosts=[HOST], namespaces=[dict(NS[0], ana_grpid=2), NS[1]])
+    assert texts(plan_subsystem(linked_state(), spec, BUSY)) == [
+        "write subsystems/%s/namespaces/1/ana_grpid = 2" % SUB]
+
+
+def test_purge_namespace_needs_force_when_busy():
+    spec = sub_spec(allowed_hosts=[HOST], namespaces=[NS[0]], purge_namespaces=True)
+    with pytest.raises(NvmetError, match=r"set force: true to remove namespace\(s\) 2"):
+        plan_subsystem(linked_state(), spec, BUSY)
+    with pytest.raises(NvmetError, match="cannot tell"):
+        plan_subsystem(linked_state(), spec, None)
+    assert texts(plan_subsystem(linked_state(), spec, QUIET)) == [
+        "write subsystems/%s/namespaces/2/enable = 0" % SUB, "rmdir subsystems/%s/namespaces/2" % SUB]
+    # Without purge the extra namespace stays.
+    assert plan_subsystem(linked_state(), sub_spec(allowed_hosts=[HOST], namespaces=[NS[0]]), BUSY) == []
+
+
+def test_switch_to_allow_any_host_unlinks_first():
+    spec = sub_spec(allow_any_host=True, namespaces=NS)
+    r = "subsystems/" + SUB
+    assert texts(plan_subsystem(linked_state(), spec, QUIET)) == [
+        "unlink %s/allowed_hosts/%s" % (r, HOST), "write %s/attr_allow_any_host = 1" % r]
+
+
+def test_switch_to_allowed_hosts_clears_allow_any_first():
+    state = linked_state()
+    state["subsystems"][SUB]["allow_any_host"] = True
+    state["subsystems"][SUB]["allowed_hosts"] = []
+    spec = sub_spec(allowed_hosts=[HOST], namespaces=NS)
+    r = "subsystems/" + SUB
+    assert texts(plan_subsystem(state, spec, QUIET)) == [
+        "write %s/attr_allow_any_host = 0" % r, "link %s/allowed_hosts/%s -> hosts/%s" % (r, HOST, HOST)]
+
+
+def test_purge_allowed_hosts_keeps_host_entries():
+    state = linked_state()
+    spec = sub_spec(allowed_hosts=[HOST2], namespaces=NS, purge_allowed_hosts=True)
+    r = "subsystems/" + SUB
+    assert texts(plan_subsystem(state, spec, QUIET)) == [
+        "unlink %s/allowed_hosts/%s" % (r, HOST), "mkdir hosts/" + HOST2,
+        "link %s/allowed_hosts/%s -> hosts/%s" % (r, HOST2, HOST2)]
+
+
+def test_identity_attributes_are_written_before_anything_else():
+    spec = sub_spec(allowed_hosts=[HOST], namespaces=[{"nsid": 1, "device_path": "/d2"}, NS[1]], serial="NEW",
+                    attributes={"cntlid_min": "5"})
+    ops = texts(plan_subsystem(linked_state(), spec, QUIET))
+    assert ops[:2] == ["write subsystems/%s/attr_serial = NEW" % SUB, "write subsystems/%s/attr_cntlid_min = 5" % SUB]
+
+
+def test_unknown_attribute_is_refused():
+    with pytest.raises(NvmetError, match="attributes: this kernel has no attr_bogus"):
+        plan_subsystem(linked_state(), sub_spec(allowed_hosts=[HOST], namespaces=NS, attributes={"bogus": 1}), QUIET)
+
+
+def test_absent_subsystem_removes_in_reverse_order():
+    r = "subsystems/" + SUB
+    spec = sub_spec(state="absent")
+    with pytest.raises(NvmetError, match="set force: true to remove it"):
+        plan_subsystem(linked_state(), spec, BUSY)
+    assert texts(plan_subsystem(linked_state(), spec, BUSY, force=True)) == [
+        "unlink ports/1/subsystems/" + SUB,
+        "write %s/namespaces/2/enable = 0" % r, "rmdir %s/namespaces/2" % r,
+        "write %s/namespaces/1/enable = 0" % r, "rmdir %s/namespaces/1" % r,
+        "unlink %s/allowed_hosts/%s" % (r, HOST), "rmdir " + r]
+    assert plan_subsystem(empty_state(), spec) == []
+
+
+def test_port_new_then_converged(root):
+    state = linked_state()
+    spec = port_spec(root, port_id=2, trtype="rdma", subsystems=[SUB])
+    ops = plan_port(state, spec, QUIET)
+    assert texts(ops) == [
+        "mkdir ports/2", "write ports/2/addr_trtype = rdma", "write ports/2/addr_adrfam = ipv4",
+        "write ports/2/addr_traddr = 10.99.0.1", "write ports/2/addr_trsvcid = 4420",
+        "link ports/2/subsystems/%s -> subsystems/%s" % (SUB, SUB)]
+    assert plan_port(simulate(state, ops), spec, QUIET) == []
+    assert plan_port(state, port_spec(root, subsystems=[SUB]), BUSY) == []
+
+
+def test_port_reconfigure_needs_opt_in_and_force(root):
+    spec = port_spec(root, trsvcid="4421")
+    with pytest.raises(NvmetError, match="addr_trsvcid differ.*set allow_reconfigure: true"):
+        plan_port(linked_state(), spec, QUIET)
+    with pytest.raises(NvmetError, match=r"port 1 has 3 live connection\(s\)"):
+        plan_port(linked_state(), spec, BUSY, allow_reconfigure=True)
+    assert texts(plan_port(linked_state(), spec, BUSY, force=True, allow_reconfigure=True)) == [
+        "unlink ports/1/subsystems/" + SUB, "write ports/1/addr_trsvcid = 4421",
+        "link ports/1/subsystems/%s -> subsystems/%s" % (SUB, SUB)]
+
+
+def test_port_link_list_is_exact(root):
+    state = linked_state()
+    with pytest.raises(NvmetError, match="unlink %s from it" % SUB):
+        plan_port(state, port_spec(root, subsystems=[]), BUSY)
+    assert texts(plan_port(state, port_spec(root, subsystems=[]), QUIET)) == ["unlink ports/1/subsystems/" + SUB]
+    with pytest.raises(NvmetError, match="subsystems: nqn.2024-04.io.x:none does not exist"):
+        plan_port(state, port_spec(root, subsystems=["nqn.2024-04.io.x:none"]), QUIET)
+    ops = plan_port(state, port_spec(root, subsystems=[SUB, "nqn.2024-04.io.x:none"]), QUIET, missing_ok=True)
+    assert texts(ops) == ["link ports/1/subsystems/nqn.2024-04.io.x:none -> subsystems/nqn.2024-04.io.x:none"]
+
+
+def test_port_absent(root):
+    state = linked_state()
+    state["ports"][1]["ana_groups"][2] = "optimized"
+    state["ports"][1]["referrals"] = ["r1"]
+    spec = {"port_id": 1, "state": "absent"}
+    with pytest.raises(NvmetError, match="force"):
+        plan_port(state, spec, BUSY)
+    assert texts(plan_port(state, spec, QUIET)) == [
+        "unlink ports/1/subsystems/" + SUB, "rmdir ports/1/referrals/r1", "rmdir ports/1/ana_groups/2",
+        "rmdir ports/1"]
+
+
+def test_host_plan_masks_keys_and_is_idempotent():
+    spec = normalize_host({"hostnqn": HOST, "dhchap_key": make_key(), "dhchap_dhgroup": "ffdhe2048"})
+    state = empty_state()
+    ops = plan_host(state, spec)
+    assert texts(ops) == ["mkdir hosts/" + HOST, "write hosts/%s/dhchap_key = ********" % HOST,
+                          "write hosts/%s/dhchap_dhgroup = ffdhe2048" % HOST]
+    assert all(make_key() not in t for t in texts(ops))
+    assert plan_host(simulate(state, ops), spec) == []
+    new_key = normalize_host({"hostnqn": HOST, "dhchap_key": make_key(48, 2)})
+    assert texts(plan_host(linked_state(), new_key)) == ["write hosts/%s/dhchap_key = ********" % HOST]
+
+
+def test_host_absent_while_allowed_needs_force():
+    spec = {"hostnqn": HOST, "state": "absent"}
+    with pytest.raises(NvmetError, match="is in allowed_hosts of subsystem"):
+        plan_host(linked_state(), spec, QUIET)
+    assert texts(plan_host(linked_state(), spec, QUIET, force=True)) == [
+        "unlink subsystems/%s/allowed_hosts/%s" % (SUB, HOST), "rmdir hosts/" + HOST]
+
+
+# --------------------------------------------------------------------------- applier
+
+
+def test_apply_translates_kernel_errors(root):
+    fake_subsystem(root, SUB)
+    fake_namespace(root, SUB, 1, path="/d1", enable="1")
+    ns1 = "subsystems/%s/namespaces/1" % SUB
+    tree = EmulatedTree(root, refuse={ns1 + "/device_path": errno.EBUSY})
+    ops = [Op("write", ns1 + "/uuid_placeholder_ok", "x"), Op("write", ns1 + "/device_path", "/d2")]
+    with pytest.raises(NvmetError) as err:
+        apply_plan(tree, ops)
+    assert err.value.msg == (
+        "nvmet: cannot write device_path = '/d2' on %s: Device or resource busy (EBUSY): "
+        "this can only change while the namespace is disabled (enable=0)" % ns1)
+    assert err.value.applied == ["write %s/uuid_placeholder_ok = x" % ns1]
+
+
+@pytest.mark.parametrize("op,code,fragment", [
+    (Op("write", "ports/1/addr_trsvcid", "4421"), errno.EACCES, "the port is enabled"),
+    (Op("write", "subsystems/%s/attr_model" % SUB, "m"), errno.EINVAL, "freezes serial/model/version/firmware"),
+    (Op("write", "subsystems/%s/attr_allow_any_host" % SUB, "1"), errno.EINVAL, "allowed_hosts is not empty"),
+    (Op("link", "ports/1/subsystems/" + SUB, target="subsystems/" + SUB), errno.EADDRNOTAVAIL,
+     "could not enable the port"),
+    (Op("rmdir", "hosts/" + HOST), errno.EBUSY, "target of a link"),
+    (Op("write", "hosts/%s/dhchap_key" % HOST, make_key(), secret=True), errno.EINVAL, "(value hidden)"),
+])
+def test_explain_names_object_attribute_and_reason(op, code, fragment):
+    msg = nvmet.explain(op, OSError(code, os.strerror(code)))
+    assert fragment in msg
+    assert errno.errorcode[code] in msg
+    assert make_key() not in msg
+
+
+def test_apply_on_emulated_tree_then_read_back(root, backing):
+    tree = EmulatedTree(root)
+    spec = normalize_subsystem({"nqn": SUB, "allowed_hosts": [HOST],
+                                "namespaces": [{"nsid": 1, "device_path": backing[0]}]})
+    state = tree.read()
+    ops = plan_subsystem(state, spec, QUIET)
+    apply_plan(tree, ops)
+    after = tree.read()
+    assert after["subsystems"][SUB]["namespaces"][1]["device_path"] == backing[0]
+    assert after["subsystems"][SUB]["namespaces"][1]["enabled"] is True
+    assert after["subsystems"][SUB]["allowed_hosts"] == [HOST]
+    assert plan_subsystem(after, spec, QUIET) == []
+    # Check mode's prediction matches what was applied, except the uuid the kernel generates.
+    predicted = simulate(state, ops)["subsystems"][SUB]["namespaces"][1]
+    assert predicted == dict(after["subsystems"][SUB]["namespaces"][1], uuid=None)
+
+
+def test_from_savefile_maps_nvmetcli_schema():
+    doc = {"hosts": [{"nqn": HOST}],
+           "ports": [{"portid": 2, "addr": {"trtype": "rdma", "traddr": "10.99.0.1", "trsvcid": "4420",
+                                            "adrfam": "ipv4", "treq": "not specified", "tsas": "connected"},
+                      "param": {"inline_data_size": "4096", "max_queue_size": "128"}, "subsystems": [SUB]}],
+           "subsystems": [{"nqn": SUB, "attr": {"allow_any_host": "1", "serial": "S", "cntlid_min": "1"},
+                           "namespaces": [{"nsid": 1, "enable": 0, "ana_grpid": 1,
+                                           "device": {"path": "/d", "uuid": "u",
+                                                      "nguid": "00000000-0000-0000-0000-000000000000"}}]}]}
+    specs = from_savefile(doc)
+    assert specs["hosts"] == [{"hostnqn": HOST, "state": "present"}]
+    port = specs["ports"][0]
+    assert port["trtype"] == "rdma" and "tsas" not in port and port["inline_data_size"] == "4096"
+    assert port["params"] == {"max_queue_size": "128"}
+    sub = specs["subsystems"][0]
+    assert sub["allow_any_host"] is True and sub["serial"] == "S" and sub["attributes"] == {"cntlid_min": "1"}
+    assert sub["namespaces"] == [{"nsid": 1, "device_path": "/d", "enabled": False, "uuid": "u", "ana_grpid": 1}]
+    with pytest.raises(NvmetError, match="top level must be a JSON object"):
+        from_savefile([])
