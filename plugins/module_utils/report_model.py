@@ -75,7 +75,7 @@ def _first(mapping, *names, **kw):
     return kw.get("default")
 
 
-def _runs(fact, list_keys=("runs", "results", "tests")):
+def _runs(fact, list_keys=("runs", "jobs", "results", "tests")):
     """A fact may be one run (a dict with rows), ``{"runs": [...]}`` or a list of runs."""
     if fact is None:
         return []
@@ -408,6 +408,14 @@ def adapt_nvmeof(host, role, fact):
 
 # --------------------------------------------------------------------------- collect
 
+def _published_by_other(host, name, fact, host_facts):
+    """mpi_bench sets the same fact on every node of a job; count it once, on the launching node."""
+    launcher = fact.get("launched_from") if isinstance(fact, dict) else None
+    if not launcher or launcher == host or launcher not in host_facts:
+        return False
+    return (host_facts[launcher] or {}).get(name) == fact
+
+
 def collect(host_facts, host_info=None):
     """Turn ``{host: {fact_name: value}}`` into the benchmarks part of the document.
 
@@ -430,8 +438,9 @@ def collect(host_facts, host_info=None):
         if facts.get("nvmeof_initiator_result") is not None:
             bench["nvmeof"].append(adapt_nvmeof(host, "initiator", facts["nvmeof_initiator_result"]))
             bench["fio"].extend(adapt_fio(host, facts["nvmeof_initiator_result"]))
-        if facts.get("mpi_bench_result") is not None:
-            bench["mpi"].extend(adapt_mpi(host, facts["mpi_bench_result"]))
+        mpi = facts.get("mpi_bench_result")
+        if mpi is not None and not _published_by_other(host, "mpi_bench_result", mpi, host_facts):
+            bench["mpi"].extend(adapt_mpi(host, mpi))
         if facts.get("nccl_tests_result") is not None:
             bench["nccl"].extend(adapt_nccl(host, facts["nccl_tests_result"]))
         present = [f for f in RESULT_FACTS if facts.get(f) is not None]

@@ -251,7 +251,7 @@ def _fmt_value(value):
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return "%.4g" % value if abs(value) < 1e6 else "%.0f" % value
+        return "%.4g" % value if abs(value) < 1e4 else "%.0f" % value
     return str(value)
 
 

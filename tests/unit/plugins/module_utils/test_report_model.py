@@ -168,3 +168,38 @@ def test_metric_ids_are_stable_and_sorted():
     again = M.derive_metrics(*M.collect(build_facts.lab_like_facts()))
     assert [m["id"] for m in first] == [m["id"] for m in again] == sorted(m["id"] for m in first)
     assert len(set(m["id"] for m in first)) == len(first)
+
+
+def mpi_bench_fact(sum_received=6):
+    """The shape roles/mpi_bench publishes (tasks/results.yml): jobs with parsed output, on every node."""
+    from ansible_collections.aiinfra.fabric.plugins.module_utils import mpi_parsers
+    reduce_parsed = mpi_parsers.parse_seed(SEED_OUTPUT % sum_received)
+    osu = mpi_parsers.parse_osu(build_facts.read("osu", "omb50_osu_latency_libfabric_cray.txt"))
+    return {
+        "implementation": "openmpi", "launched_from": "te1", "hosts": [{"name": "te1", "slots": 2}],
+        "jobs": [
+            {"name": "multi_node:reduce", "scope": "multi_node", "program": "/root/mpi/reduce_mpi", "np": 3,
+             "hosts": ["te1", "te2"], "launched_from": "te1", "rc": 0, "duration": 1.5, "checks": [],
+             "failed_checks": [], "parsed": reduce_parsed},
+            {"name": "benchmark:latency", "scope": "benchmark", "program": "/root/mpi/fabric_mpi_bench", "np": 2,
+             "hosts": ["te1", "te2"], "launched_from": "te1", "rc": 0, "duration": 9.0, "checks": [],
+             "failed_checks": [], "parsed": osu},
+        ],
+        "sums_ok": sum_received == 6,
+    }
+
+
+def test_mpi_bench_role_fact_counted_once_on_the_launcher():
+    fact = mpi_bench_fact()
+    benchmarks, hosts = M.collect({"te1": {"mpi_bench_result": fact}, "te2": {"mpi_bench_result": dict(fact)}})
+    assert [(r["host"], r["run"]) for r in benchmarks["mpi"]] == [("te1", "multi_node:reduce"),
+                                                                ("te1", "benchmark:latency")]
+    reduce_rec, lat = benchmarks["mpi"]
+    assert reduce_rec["check_passed"] is True and reduce_rec["program"] == "reduce_mpi"
+    assert lat["test"] == "latency" and lat["kind"] == "latency" and lat["rows"][0]["latency_us"] == 1.84
+    # A node that ran its own, different job keeps its record.
+    other = mpi_bench_fact(sum_received=5)
+    other["launched_from"] = "te2"
+    benchmarks, _ = M.collect({"te1": {"mpi_bench_result": fact}, "te2": {"mpi_bench_result": other}})
+    assert sorted(set(r["host"] for r in benchmarks["mpi"])) == ["te1", "te2"]
+    assert [r["check_passed"] for r in benchmarks["mpi"] if r["program"] == "reduce_mpi"] == [True, False]
