@@ -12,13 +12,14 @@ from conftest import TOP, run_job, surveys
 # Jobs in the order a user would launch them (teardown last leaves the lab clean), with
 # the survey answers that differ from the defaults. AIINFRA_AWX_RUNNER_JOBS selects some.
 JOBS = [
-    ("nvmeof_rdma", {"nvmeof_target_nqn": "nqn.2024-04.com.example:awx.runner"}),
-    ("nvmeof_teardown", {"nvmeof_target_nqn": "nqn.2024-04.com.example:awx.runner"}),
+    ("nvmeof_rdma", {"nvmeof_initiator_mount_point": "/mnt/awx_runner"}),
+    ("nvmeof_teardown", {"nvmeof_initiator_mount_point": "/mnt/awx_runner"}),
 ]
-SELECTED = [j for j in JOBS if j[0] in os.environ.get("AIINFRA_AWX_RUNNER_JOBS", ",".join(s for s, _ in JOBS)).split(",")]
+WANTED = os.environ.get("AIINFRA_AWX_RUNNER_JOBS", ",".join(job[0] for job in JOBS)).split(",")
+SELECTED = [job for job in JOBS if job[0] in WANTED]
 
 
-@pytest.mark.parametrize("stem,answers", SELECTED, ids=[s for s, _ in SELECTED])
+@pytest.mark.parametrize("stem,answers", SELECTED, ids=[job[0] for job in SELECTED])
 def test_job_succeeds_with_artifacts(stem, answers, templates, lab, tmp_path):
     assert lab
     if not os.path.exists(os.path.join(TOP, "playbooks", stem + ".yml")):

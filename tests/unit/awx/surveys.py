@@ -150,6 +150,10 @@ def answer_to_extra_var(question, answer):
 def survey_extra_vars(template, answers=None):
     """extra_vars of a launch that accepts every default and overrides ``answers``."""
     answers = answers or {}
+    asked = {q["variable"] for q in template.get("survey") or []}
+    unknown = sorted(set(answers) - asked)
+    if unknown:
+        raise ValueError("%s: the survey asks no question for %s" % (template.get("name"), ", ".join(unknown)))
     out = {}
     for q in template.get("survey") or []:
         if q["variable"] in answers:
