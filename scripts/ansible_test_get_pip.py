@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Stand-in for ansible-test's pip bootstrap script (get-pip.py).
 
 ansible-test downloads get-pip.py from ci-files.testing.ansible.com to put pip into
