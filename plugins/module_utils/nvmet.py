@@ -41,6 +41,7 @@ import ipaddress
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 import zlib
@@ -147,7 +148,7 @@ def validate_dhchap_key(value, param):
     try:
         raw = base64.b64decode(m.group(2), validate=True)
     except (ValueError, TypeError):
-        raise NvmetError("%s: the key part is not valid base64 (value hidden)" % param)
+        raise NvmetError("%s: the key part is not valid base64 (value hidden)" % param) from None
     key, crc = raw[:-4], raw[-4:]
     if len(key) not in _DHCHAP_KEY_LENGTHS[transform]:
         raise NvmetError("%s: the key is %d bytes; with transform %02d it must be %s bytes (value hidden)"
@@ -162,7 +163,7 @@ def validate_traddr(traddr, adrfam, param="traddr"):
         try:
             addr = ipaddress.ip_address(traddr)
         except ValueError:
-            raise NvmetError("%s: %r is not an IP address (adrfam is %s)" % (param, traddr, adrfam))
+            raise NvmetError("%s: %r is not an IP address (adrfam is %s)" % (param, traddr, adrfam)) from None
         if (adrfam == "ipv4") != (addr.version == 4):
             raise NvmetError("%s: %r is an IPv%d address but adrfam is %s" % (param, traddr, addr.version, adrfam))
     elif adrfam == "fc":
@@ -187,7 +188,7 @@ def _check_int(value, param, low, high):
         try:
             value = int(str(value), 10)
         except ValueError:
-            raise NvmetError("%s: %r is not an integer" % (param, value))
+            raise NvmetError("%s: %r is not an integer" % (param, value)) from None
     if not low <= value <= high:
         raise NvmetError("%s: %r is out of range %d..%d" % (param, value, low, high))
     return value
@@ -265,12 +266,12 @@ def normalize_subsystem(spec, check_paths=True):
             if not path:
                 raise NvmetError("%s.device_path: is required (nsid %d)" % (p, ns["nsid"]))
             if check_paths:
-                import stat as _stat
                 try:
                     st = os.stat(path)
                 except OSError as exc:
-                    raise NvmetError("%s.device_path: %r does not exist or cannot be read (%s)" % (p, path, exc.strerror))
-                if not (_stat.S_ISBLK(st.st_mode) or _stat.S_ISREG(st.st_mode)):
+                    raise NvmetError("%s.device_path: %r does not exist or cannot be read (%s)"
+                                     % (p, path, exc.strerror)) from None
+                if not (stat.S_ISBLK(st.st_mode) or stat.S_ISREG(st.st_mode)):
                     raise NvmetError("%s.device_path: %r is neither a block device nor a regular file" % (p, path))
         if ns.get("uuid") is not None:
             ns["uuid"] = normalize_uuid(ns["uuid"], p + ".uuid")
@@ -422,7 +423,7 @@ class ConfigfsTree(object):
     def read(self):
         """Return {"hosts": {nqn: ...}, "ports": {id: ...}, "subsystems": {nqn: ...}} with secrets in clear.
 
-        Use :func:`export_state` / :func:`masked_host` before showing any of it.
+        Use :func:`masked_host` or :func:`to_savefile` before showing hosts.
         """
         return {
             "hosts": dict((n, self.read_host(n)) for n in _listdir(self.path("hosts"))),
@@ -1108,7 +1109,7 @@ def apply_plan(tree, ops):
         try:
             tree.do(op)
         except OSError as exc:
-            raise NvmetError(explain(op, exc), applied=done)
+            raise NvmetError(explain(op, exc), applied=done) from exc
         done.append(op.text())
     return done
 
