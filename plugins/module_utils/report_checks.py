@@ -178,7 +178,7 @@ def _describe(lo, hi, unit):
 
 
 def _check(metric, source, status, gated, target, lo, hi, message, detail=None):
-    return {"detail": detail or message,"id": metric["id"], "host": metric["host"], "key": metric["key"],
+    return {"detail": detail or message, "id": metric["id"], "host": metric["host"], "key": metric["key"],
             "metric": "%s.%s" % (metric["benchmark"], metric["metric"]), "labels": metric["labels"],
             "value": metric["value"], "unit": metric["unit"], "source": source, "status": status,
             "gated": gated, "target": target, "lower_bound": lo, "upper_bound": hi,

@@ -527,4 +527,3 @@ def derive_metrics(benchmarks, hosts):
                 {"role": r["role"], "transport": r["transport"]})
     metrics.sort(key=lambda m: m["id"])
     return metrics
-

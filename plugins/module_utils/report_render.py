@@ -278,8 +278,8 @@ def render_markdown(document):
     lines += ["", "## Metrics", "", "| host | metric | value | unit | status |", "| --- | --- | --- | --- | --- |"]
     status = summary["metric_status"]
     for m in document["metrics"]:
-        lines.append("| %s | %s | %s | %s | %s |" % (_md_escape(m["host"]), _md_escape(m["key"]), _fmt_value(m["value"]),
-                                                    m["unit"], status.get(m["id"], "-")))
+        lines.append("| %s | %s | %s | %s | %s |" % (
+            _md_escape(m["host"]), _md_escape(m["key"]), _fmt_value(m["value"]), m["unit"], status.get(m["id"], "-")))
     lines += ["", "Files: %s" % ", ".join(document.get("files", [])), ""]
     return "\n".join(lines)
 
