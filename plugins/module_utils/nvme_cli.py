@@ -246,7 +246,7 @@ class KernelLog(object):
         except OSError:
             self.close()
 
-    def read_new(self, pattern=r"nvme"):
+    def read_new(self, pattern=r"^nvme[ _-]", limit=20):
         if self.fd is None:
             return []
         lines = []
@@ -264,7 +264,7 @@ class KernelLog(object):
             if re.search(pattern, message):
                 lines.append(message)
         self.close()
-        return lines
+        return lines[-limit:]
 
     def close(self):
         if self.fd is not None:
