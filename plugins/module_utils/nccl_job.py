@@ -246,9 +246,10 @@ def result_fields(report, job, plan, host, min_busbw=None, min_busbw_per_gpu=Non
                    % (os.path.basename(plan.binary), runs, ", ".join(summary["hosts"]) or "unknown",
                       plan.launcher if plan.launcher != "none" else "the launcher", runs))
     elif job["rc"] != 0:
-        failure = ("%s exited with rc=%s on %s%s. stderr:\n%s"
+        failure = ("%s exited with rc=%s on %s%s. %s:\n%s"
                    % (os.path.basename(plan.binary), job["rc"], host,
                       (" (" + "; ".join(report["errors"][:3]) + ")") if report["errors"] else "",
+                      "stderr" if job["stderr"].strip() else "Last output",
                       _tail(job["stderr"]) or _tail(job["stdout"])))
     elif not report["rows"]:
         failure = ("%s printed no result rows on %s. Last output:\n%s"

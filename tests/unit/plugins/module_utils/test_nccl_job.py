@@ -227,3 +227,18 @@ def test_low_busbw_names_value_bound_host_and_devices():
         "nccl-tests all_reduce: out-of-place busbw 35.90 GB/s at the largest size (8589934592 B) is below "
         "min_busbw_per_gpu[RTX 6000D] (NVIDIA RTX 6000D) = 40.0 GB/s on R6KD-CX8aaS-GPU-11 (devices: "
         "R6KD-CX8aaS-GPU-11: 0,1,2,3,4,5,6,7 NVIDIA RTX 6000D; R6KD-CX8aaS-GPU-12: 0,1,2,3,4,5,6,7 NVIDIA RTX 6000D)")
+
+
+def test_real_cpu_only_run_fails_with_the_cuda_error():
+    # Real output of nccl-tests 2.19.6 built in this project's CPU-only workplace (see the
+    # fixtures README): the binary starts, prints its header, and stops at the first CUDA call.
+    p = plan()
+    text = fixture("local_cpu_only_all_reduce_2.19.6.txt")
+    j = job(text, rc=2)
+    report = J.read_report(j, p, "/x")
+    assert report["version"] == {"nccl_tests": "2.19.6", "nccl_headers": 23203, "nccl_library": 23203, "nccl": None}
+    assert report["config"]["unalign"] == 0 and report["rows"] == [] and report["devices"] == []
+    f = J.result_fields(report, j, p, host="vm")
+    assert f["failure"].startswith(
+        "all_reduce_perf exited with rc=2 on vm (vm: Test CUDA failure util.cu:674 'CUDA driver version is "
+        "insufficient for CUDA runtime version'; .. vm pid 18706: Test failure common.cu:1454). Last output:")
