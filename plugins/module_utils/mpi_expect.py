@@ -24,12 +24,16 @@ The ``expect`` dictionary (module parameter of mpi_run):
     ``value * (1 + lower)`` and ``value * (1 + upper)``; ``lower`` (<= 0) and ``upper``
     (>= 0) are fractions, null for no bound on that side.
 
-Numeric checks apply to every table of the output that has the metric.
+Numeric checks apply to every table of the output that has the metric; an entry
+with ``kind`` (latency, bandwidth, bibandwidth, message_rate, collective — the OSU
+table kinds) or ``table`` (a piece of the table's title or benchmark name, any case)
+applies only to the tables that match.
 """
 
 from __future__ import annotations
 
 EXPECT_KEYS = ("sums_match", "all_ranks", "min_bandwidth", "max_latency", "reference")
+TABLE_KINDS = ("latency", "bandwidth", "bibandwidth", "message_rate", "collective", "unknown")
 
 
 class ExpectError(ValueError):
@@ -93,7 +97,7 @@ def normalize_expect(expect, parse):
             where = "expect.%s[%d]" % (key, i)
             if not isinstance(item, dict):
                 raise ExpectError("%s must be a dictionary, got %r" % (where, item))
-            allowed = {"size", "value", "metric"} | ({"lower", "upper", "unit"} if key == "reference" else set())
+            allowed = {"size", "value", "metric", "kind", "table"} | ({"lower", "upper", "unit"} if key == "reference" else set())
             extra = sorted(set(item) - allowed)
             if extra:
                 raise ExpectError("%s has unknown keys %s (allowed: %s)" % (where, extra, ", ".join(sorted(allowed))))
@@ -106,6 +110,12 @@ def normalize_expect(expect, parse):
             }
             if entry["metric"] is not None and not isinstance(entry["metric"], str):
                 raise ExpectError("%s.metric must be a string, got %r" % (where, entry["metric"]))
+            entry["kind"] = item.get("kind")
+            if entry["kind"] is not None and entry["kind"] not in TABLE_KINDS:
+                raise ExpectError("%s.kind must be one of %s, got %r" % (where, ", ".join(TABLE_KINDS), entry["kind"]))
+            entry["table"] = item.get("table")
+            if entry["table"] is not None and not isinstance(entry["table"], str):
+                raise ExpectError("%s.table must be a string (part of a table's title), got %r" % (where, entry["table"]))
             if key == "reference":
                 if not entry["metric"]:
                     raise ExpectError("%s needs a metric (e.g. latency_us, bandwidth_mbs)" % where)
@@ -157,6 +167,10 @@ def _numeric_checks(parsed, key, entry):
     for table in _tables(parsed):
         if not table["rows"]:
             continue
+        if entry.get("kind") and table.get("kind") != entry["kind"]:
+            continue
+        if entry.get("table") and entry["table"].lower() not in _table_name(table).lower():
+            continue
         if entry["metric"]:
             metric = entry["metric"]
         elif key == "min_bandwidth":
@@ -178,6 +192,15 @@ def _numeric_checks(parsed, key, entry):
     if not found_metric:
         metric = entry["metric"] or ("bandwidth_mbs" if key == "min_bandwidth" else "latency_us")
         yield None, metric, entry["size"], None
+
+
+def _no_table(metric, entry):
+    which = "table"
+    if entry.get("kind"):
+        which = entry["kind"] + " table"
+    if entry.get("table"):
+        which += " matching %r" % entry["table"]
+    return "no %s in the output has the metric %s" % (which, metric)
 
 
 def _fmt(value):
@@ -242,7 +265,7 @@ def check(expect, parsed, np=None, where=""):
                 details = {"metric": metric, "size": size, "measured": measured, "bound": entry["value"],
                            "table": None if table is None else _table_name(table)}
                 if table is None:
-                    add(key, False, "no table in the output has the metric %s" % metric, **details)
+                    add(key, False, _no_table(metric, entry), **details)
                     continue
                 if measured is None:
                     add(key, False, "%s: %s%s was not measured" % (_table_name(table), metric, at), **details)
@@ -266,7 +289,7 @@ def check(expect, parsed, np=None, where=""):
             details = {"metric": metric, "size": size, "measured": measured, "reference": ref,
                        "bound": [low, high], "table": None if table is None else _table_name(table)}
             if table is None:
-                add("reference", False, "no table in the output has the metric %s" % metric, **details)
+                add("reference", False, _no_table(metric, entry), **details)
                 continue
             if measured is None:
                 add("reference", False, "%s: %s%s was not measured" % (_table_name(table), metric, at), **details)

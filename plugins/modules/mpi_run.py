@@ -162,7 +162,9 @@ options:
       - C(reference) (list of C({metric, size, value, lower, upper, unit})), ReFrame-style;
         the metric must lie in C([value*(1+lower), value*(1+upper)]); C(lower) <= 0 and
         C(upper) >= 0 are fractions, C(null) for no bound on that side.
-      - Numeric checks apply to every parsed table that has the metric.
+      - Numeric checks apply to every parsed table that has the metric. An entry with C(kind)
+        (C(latency), C(bandwidth), C(bibandwidth), C(message_rate), C(collective)) or C(table)
+        (part of the table's title, any case) applies only to the matching tables.
     type: dict
     default: {}
   fail_on_rc:

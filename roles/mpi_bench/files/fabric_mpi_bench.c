@@ -6,6 +6,8 @@
  *   fabric_mpi_bench bw        [-m MAX] [-i ITERS] [-x WARMUP] [-w WINDOW]
  *                                                                 windowed streaming 0 -> 1
  *   fabric_mpi_bench allreduce [-m MAX] [-i ITERS] [-x WARMUP]   MPI_Allreduce, all ranks
+ *   fabric_mpi_bench all       [...]                              the three, one after the other,
+ *                                                                 in one job (one table each)
  *
  * Sizes are 0 (latency only), 1, 2, 4, ... up to MAX bytes (default 1048576).
  * Messages larger than 64 KiB run ITERS/10 iterations (at least 2), like OSU does.
@@ -18,7 +20,8 @@
  *
  * allreduce sums MPI_INT vectors whose elements are the rank number and checks every
  * element of the result on every rank: a wrong result prints "# Validation failed"
- * and exits 1. Latency and bandwidth need at least 2 ranks; other ranks wait.
+ * and exits 1. Latency and bandwidth need at least 2 ranks; other ranks wait. To measure
+ * between two nodes, place ranks 0 and 1 on different nodes (Open MPI: --map-by node).
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -32,7 +35,7 @@
 static void usage(int rank)
 {
     if (rank == 0)
-        fprintf(stderr, "usage: fabric_mpi_bench latency|bw|allreduce [-m MAX_BYTES] [-i ITERS] [-x WARMUP] [-w WINDOW]\n");
+        fprintf(stderr, "usage: fabric_mpi_bench latency|bw|allreduce|all [-m MAX_BYTES] [-i ITERS] [-x WARMUP] [-w WINDOW]\n");
 }
 
 static int iterations_for(size_t size, int iters)
@@ -208,7 +211,15 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    if (!strcmp(test, "latency") || !strcmp(test, "bw")) {
+    int all = !strcmp(test, "all");
+    int pt2pt = all || !strcmp(test, "latency") || !strcmp(test, "bw");
+
+    if (!pt2pt && strcmp(test, "allreduce")) {
+        usage(rank);
+        MPI_Finalize();
+        return 2;
+    }
+    if (pt2pt) {
         if (nranks < 2) {
             if (rank == 0)
                 fprintf(stderr, "fabric_mpi_bench: %s needs at least 2 ranks\n", test);
@@ -222,15 +233,14 @@ int main(int argc, char **argv)
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
         memset(buf, 'a', max);
-        rc = !strcmp(test, "latency") ? run_latency(rank, max, iters, warmup, buf)
-                                      : run_bandwidth(rank, max, iters, warmup, window, buf);
+        if (all || !strcmp(test, "latency"))
+            rc |= run_latency(rank, max, iters, warmup, buf);
+        if (all || !strcmp(test, "bw"))
+            rc |= run_bandwidth(rank, max, iters, warmup, window, buf);
         free(buf);
-    } else if (!strcmp(test, "allreduce")) {
-        rc = run_allreduce(rank, nranks, max, iters, warmup);
-    } else {
-        usage(rank);
-        rc = 2;
     }
+    if (all || !strcmp(test, "allreduce"))
+        rc |= run_allreduce(rank, nranks, max, iters, warmup);
     MPI_Finalize();
     return rc;
 }

@@ -143,3 +143,19 @@ def test_reframe_reference_with_tolerances():
 def test_bad_expect_is_rejected(expect, parse, message):
     with pytest.raises(E.ExpectError, match=message):
         E.normalize_expect(expect, parse)
+
+
+def test_kind_and_table_select_tables_of_a_combined_output():
+    text = load("osu", "omb50_osu_latency_libfabric_cray.txt") + load("osu", "omb71_osu_allreduce_full_nwtnni.txt")
+    parsed = parse_osu(text)
+    # Without a selector both tables have latency_us.
+    assert len(run({"max_latency": [{"value": 1e9}]}, parsed, "osu")) == 2
+    r = run({"max_latency": [{"value": 2.0, "kind": "latency"}]}, parsed, "osu")
+    assert [(x["table"], x["size"], x["ok"]) for x in r] == [("OSU MPI Latency Test v5.0", 0, True)]
+    r = run({"max_latency": [{"value": 100, "size": 1048576, "table": "allreduce"}]}, parsed, "osu", where="")
+    assert failed(r) == ["OSU MPI Allreduce Latency Test v7.1: latency_us at 1048576 bytes = 657.88 us, "
+                         "above the maximum 100 us"]
+    r = run({"min_bandwidth": [{"value": 1, "kind": "bandwidth"}]}, parsed, "osu", where="")
+    assert failed(r) == ["no bandwidth table in the output has the metric bandwidth_mbs"]
+    with pytest.raises(E.ExpectError, match=r"expect.max_latency\[0\].kind must be one of"):
+        E.normalize_expect({"max_latency": [{"value": 1, "kind": "p2p"}]}, "osu")
