@@ -286,6 +286,13 @@ def _mpi_check(run):
     return None if explicit is None else bool(explicit)
 
 
+def _implementation(value):
+    """mpi_run returns ``{implementation, version, banner}``; keep ``openmpi 4.1.4``."""
+    if isinstance(value, dict):
+        return " ".join(str(value[k]) for k in ("implementation", "version") if value.get(k)) or None
+    return value
+
+
 def adapt_mpi(host, fact):
     """``mpi_bench_result`` -> MPI records: one per result table of each job (or one per job)."""
     records = []
@@ -297,7 +304,7 @@ def adapt_mpi(host, fact):
         base = {
             "host": host, "run": name, "program": program, "np": _int(run.get("np")),
             "hosts": hosts or [host], "scope": "multi" if len(hosts) > 1 else "single",
-            "implementation": _first(run, "implementation", "mpi"),
+            "implementation": _implementation(_first(run, "implementation", "mpi")),
             "check_passed": _mpi_check(run), "rc": rc, "duration": _num(run.get("duration")),
             "failed": bool(run.get("failed")) or (rc is not None and rc != 0), "msg": run.get("msg"),
         }
