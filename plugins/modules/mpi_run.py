@@ -28,10 +28,21 @@ description:
     benchmark or check that leaves nothing behind can set C(changed_when) to C(false) in
     the task; use O(creates)/O(removes) to run a job only once.
 author:
-  - aiinfra.fabric developers
+  - aiinfra.fabric developers (@aiinfra)
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
-  - aiinfra.fabric.attributes.job_module
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: partial
+    details: In check mode the job is not run; the module validates the input and returns the command it would run.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+  idempotent:
+    description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
+    support: none
+    details: Running a job is an action, not a state. Use O(creates)/O(removes) to guard a run.
 options:
   program:
     description:

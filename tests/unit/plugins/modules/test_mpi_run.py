@@ -65,7 +65,7 @@ def run_module(lab, check_mode=False, fake=None, **args):
                FAKE_MPIRUN_RECORD=str(lab["record"]))
     env.update(fake or {})
     proc = subprocess.run([sys.executable, "-m", "ansible_collections.aiinfra.fabric.plugins.modules.mpi_run",
-                           str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=120)
+                           str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=120, check=False)
     try:
         return json.loads(proc.stdout.decode())
     except ValueError:
