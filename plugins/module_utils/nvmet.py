@@ -588,7 +588,7 @@ class ConfigfsTree(object):
         found = []
         for e in entries:
             if e.get("state") not in ("LISTEN", "IDLE") and e.get("src-addr"):
-                host, _, port = e["src-addr"].rpartition(":")
+                host, port = e["src-addr"].rsplit(":", 1)
                 found.append((host.strip("[]"), port))
         return found
 
@@ -1256,24 +1256,23 @@ def main(argv=None):
                 doc = json.load(f)
             for line in restore_document(doc, check=args.check, force=args.force,
                                          allow_reconfigure=args.allow_reconfigure, tree=tree):
-                print(("would " if args.check else "") + line)
+                sys.stdout.write(("would " if args.check else "") + line + "\n")
         elif args.command == "save":
             check_configfs(tree)
-            json.dump(to_savefile(tree.read(), mask_keys=not args.keys), sys.stdout, indent=2, sort_keys=True)
-            print()
+            sys.stdout.write(json.dumps(to_savefile(tree.read(), mask_keys=not args.keys), indent=2, sort_keys=True) + "\n")
         else:
             parser.print_help()
             return 2
     except NvmetError as exc:
         for line in exc.applied:
-            print(line)
-        print("error: %s" % exc.msg, file=sys.stderr)
+            sys.stdout.write(line + "\n")
+        sys.stderr.write("error: %s\n" % exc.msg)
         return 1
     except (OSError, ValueError) as exc:
-        print("error: %s" % exc, file=sys.stderr)
+        sys.stderr.write("error: %s\n" % exc)
         return 1
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

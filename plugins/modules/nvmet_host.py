@@ -21,16 +21,19 @@ description:
     subsystems, or O(force)).
   - Keys cannot be cleared in place (the kernel refuses an empty key); remove and recreate the host instead.
 author:
-  - aiinfra.fabric contributors
+  - aiinfra.fabric contributors (!UNKNOWN)
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
 attributes:
   check_mode:
+    description: Can run in check mode and predict the result (changed, operations, diff) without changing configfs.
     support: full
   diff_mode:
+    description: Returns the object before and after the change (or the predicted change in check mode).
     support: full
     details: Keys appear in the diff only as C(hidden, unchanged) or C(hidden, changed).
   idempotent:
+    description: A second run with the same arguments reports no change and writes nothing.
     support: full
 options:
   hostnqn:

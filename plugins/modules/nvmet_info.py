@@ -14,10 +14,19 @@ description:
     so it can be compared, saved or fed to C(nvmetcli restore) or the C(nvmet) module_utils' C(restore).
   - DH-HMAC-CHAP keys are masked as C(********).
 author:
-  - aiinfra.fabric contributors
+  - aiinfra.fabric contributors (!UNKNOWN)
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
   - aiinfra.fabric.attributes.info_module
+attributes:
+  check_mode:
+    description: Can run in check mode.
+    support: full
+    details: This module only reads; it behaves the same in check mode.
+  diff_mode:
+    description: Would return the change as a diff.
+    support: N/A
+    details: This module changes nothing, so it has no diff.
 options:
   configfs_root:
     description: Where configfs is mounted.
