@@ -178,7 +178,22 @@ options:
     type: path
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
-  - aiinfra.fabric.attributes.job_module
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: partial
+    details:
+      - In check mode the benchmark is not run; the module validates the input, runs only read-only probes
+        (C(mpirun --version), C(<binary> -h)) and returns the command it would run.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+  idempotent:
+    description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
+    support: none
+    details:
+      - Each run measures again. A benchmark changes no state, so the module never reports C(changed);
+        use O(creates)/O(removes) to run it only once.
 notes:
   - Needs NVIDIA GPUs, the NCCL library and a build of nccl-tests; the C(aiinfra.fabric.nccl_tests) role
     installs and builds them.
@@ -188,7 +203,7 @@ seealso:
     description: NVIDIA's NCCL performance tests and the meaning of algbw and busbw.
     link: https://github.com/NVIDIA/nccl-tests
 author:
-  - aiinfra.fabric developers
+  - aiinfra.fabric developers (@aiinfra)
 """
 
 EXAMPLES = r"""

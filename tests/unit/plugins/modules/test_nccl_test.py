@@ -38,7 +38,7 @@ def run_module(tmp_path, check_mode=False, **args):
     path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": module_args}))
     env = dict(os.environ, PYTHONPATH=os.path.join(TOP, ".cache", "collections"), TMPDIR=str(tmp_path))
     proc = subprocess.run([sys.executable, "-m", "ansible_collections.aiinfra.fabric.plugins.modules.nccl_test",
-                           str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=120)
+                           str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=120, check=False)
     try:
         return json.loads(proc.stdout.decode())
     except ValueError:

@@ -74,7 +74,7 @@ def play(lab, extra, *args):
                ANSIBLE_LOCAL_TEMP=str(lab / "tmp"), ANSIBLE_HOME=str(lab / "ansible-home"))
     proc = subprocess.run([ANSIBLE_PLAYBOOK, "-i", str(lab / "hosts.yml"), str(lab / "play.yml"),
                            "-e", "@" + str(lab / "vars.json")] + list(args),
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=str(lab), env=env, timeout=300)
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=str(lab), env=env, timeout=300, check=False)
     return proc.returncode, proc.stdout.decode()
 
 
