@@ -81,11 +81,20 @@ options:
     default: 600
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
-  - aiinfra.fabric.attributes.job_module
+attributes:
+  check_mode:
+    description: In check mode fio is not run; the module returns the command it would run.
+    support: partial
+  diff_mode:
+    description: Running a job changes no configuration, so there is no diff.
+    support: none
+  idempotent:
+    description: Running a benchmark is an action, not a state; every run writes data and reports changed.
+    support: none
 requirements:
   - fio 3.x on the managed node.
 author:
-  - aiinfra.fabric developers
+  - aiinfra.fabric contributors (!UNKNOWN)
 """
 
 EXAMPLES = r"""

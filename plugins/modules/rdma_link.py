@@ -52,10 +52,13 @@ extends_documentation_fragment:
   - aiinfra.fabric.attributes
 attributes:
   check_mode:
+    description: Can run in check mode and predict the result (changed, operations, link) without running C(rdma link).
     support: full
   diff_mode:
+    description: Returns the managed link before and after the change (predicted in check mode).
     support: full
   idempotent:
+    description: A second run with the same arguments reports no change and runs no C(rdma link add/delete).
     support: full
 requirements:
   - iproute2 with the C(rdma) tool, and the C(rdma_rxe) (or C(siw)) kernel module.
@@ -66,7 +69,7 @@ seealso:
     description: The iproute2 manual page for C(rdma link).
     link: https://man7.org/linux/man-pages/man8/rdma-link.8.html
 author:
-  - aiinfra.fabric developers
+  - aiinfra.fabric contributors (!UNKNOWN)
 """
 
 EXAMPLES = r"""
@@ -110,7 +113,7 @@ operations:
   elements: dict
   sample: [{op: add, name: rxe0, type: rxe, netdev: eth1}]
 diff:
-  description: Before/after of the managed link (with O(diff)).
+  description: Before/after of the managed link (in diff mode).
   returned: when diff mode is on
   type: dict
 """
