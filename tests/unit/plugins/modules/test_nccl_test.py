@@ -36,7 +36,9 @@ def run_module(tmp_path, check_mode=False, **args):
     if check_mode:
         module_args["_ansible_check_mode"] = True
     path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": module_args}))
-    env = dict(os.environ, PYTHONPATH=os.path.join(TOP, ".cache", "collections"), TMPDIR=str(tmp_path))
+    # The stand-in's "#!/usr/bin/env python" finds this interpreter first.
+    env = dict(os.environ, PYTHONPATH=os.path.join(TOP, ".cache", "collections"), TMPDIR=str(tmp_path),
+               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
     proc = subprocess.run([sys.executable, "-m", "ansible_collections.aiinfra.fabric.plugins.modules.nccl_test",
                            str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=120, check=False)
     try:

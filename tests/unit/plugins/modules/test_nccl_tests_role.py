@@ -71,7 +71,9 @@ def play(lab, extra, *args):
     (lab / "vars.json").write_text(json.dumps(extra))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(TOP, ".cache", "collections"),
                ANSIBLE_SHOW_CUSTOM_STATS="true", ANSIBLE_NOCOLOR="1", ANSIBLE_RETRY_FILES_ENABLED="0",
-               ANSIBLE_LOCAL_TEMP=str(lab / "tmp"), ANSIBLE_HOME=str(lab / "ansible-home"))
+               ANSIBLE_LOCAL_TEMP=str(lab / "tmp"), ANSIBLE_HOME=str(lab / "ansible-home"),
+               # The stand-in's "#!/usr/bin/env python" finds this interpreter first.
+               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
     proc = subprocess.run([ANSIBLE_PLAYBOOK, "-i", str(lab / "hosts.yml"), str(lab / "play.yml"),
                            "-e", "@" + str(lab / "vars.json")] + list(args),
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=str(lab), env=env, timeout=300, check=False)
