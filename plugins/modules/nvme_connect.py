@@ -23,7 +23,8 @@ description:
   - With O(persistent=true) the connection is written to nvme-cli's configuration so that
     C(nvmf-autoconnect.service) reconnects it at boot. See O(persistent) for the details.
 version_added: 0.1.0
-author: aiinfra.fabric contributors
+author:
+  - aiinfra.fabric contributors (!UNKNOWN)
 requirements:
   - nvme-cli 2.x on the managed host (Debian 12 ships 2.3); 2.4 or later for TLS.
   - The nvme-fabrics module loaded (C(/dev/nvme-fabrics) present). The kernel loads the
@@ -162,12 +163,13 @@ extends_documentation_fragment:
   - aiinfra.fabric.attributes
 attributes:
   check_mode:
+    description: Reads sysfs and reports what it would connect, disconnect or write (RV(operations)); changes nothing.
     support: full
-    details: Reads sysfs and reports what it would connect or disconnect; changes nothing.
   diff_mode:
+    description: Returns the connection state before and after (controllers, devices, persistence), never secrets.
     support: full
-    details: Before and after connection state (controllers, persistence); never secrets.
   idempotent:
+    description: The state is read from sysfs; a repeated run with the same parameters changes nothing.
     support: full
 notes:
   - Run as root.
@@ -444,7 +446,7 @@ def main():
             config_ops.append("write %s" % DROPIN)
 
     operations = ["%s %s" % op if op[1] else op[0] for op in ops]
-    operations = ["write /etc/nvme/%s" % name for name, _ in identity_writes] + operations + config_ops
+    operations = ["write /etc/nvme/%s" % item[0] for item in identity_writes] + operations + config_ops
     changed = bool(operations)
 
     warnings = []

@@ -17,7 +17,8 @@ description:
   - Read-only. nvme-cli connects a discovery controller for the query and removes it
     again; no I/O controller is created.
 version_added: 0.1.0
-author: aiinfra.fabric contributors
+author:
+  - aiinfra.fabric contributors (!UNKNOWN)
 requirements:
   - nvme-cli 1.x or 2.x on the managed host; the nvme-fabrics module loaded.
 options:
@@ -55,7 +56,13 @@ options:
     type: str
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
-  - aiinfra.fabric.attributes.info_module
+attributes:
+  check_mode:
+    description: Only reads; runs the discovery in check mode too.
+    support: full
+  diff_mode:
+    description: Changes nothing, so there is no diff.
+    support: N/A
 notes:
   - Run as root.
 seealso:

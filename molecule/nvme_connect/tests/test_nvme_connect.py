@@ -37,7 +37,7 @@ def test_exactly_the_protected_paths_are_left(te2):
         ("rdma", AUTH, "10.99.0.1", "4421"),
         ("tcp", AUTH, "10.99.0.1", "4420"),
     }, found
-    assert all(state == "live" for _, state in found.values())
+    assert all(name_state[1] == "live" for name_state in found.values())
 
 
 def test_authentication_directions(te2):

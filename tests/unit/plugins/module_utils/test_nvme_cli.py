@@ -84,7 +84,7 @@ def test_discovery_tcp_capture():
 
 
 def test_discovery_rdma_capture_has_rdma_fields():
-    entries, _ = parse_discovery_json(fixture("discover-rdma-nvme-cli-2.3.json"))
+    entries = parse_discovery_json(fixture("discover-rdma-nvme-cli-2.3.json"))[0]
     assert {e["trtype"] for e in entries} == {"rdma"}
     assert entries[2]["subnqn"] == "nqn.2024-01.io.aiinfra.test:auth"
     assert entries[2]["rdma_cms"] == "rdma-cm" and entries[2]["rdma_pkey"] == 0 and entries[2]["portid"] == 2
@@ -92,8 +92,8 @@ def test_discovery_rdma_capture_has_rdma_fields():
 
 
 def test_discovery_2_7_layout_port_id_is_normalized():
-    old, _ = parse_discovery_json(fixture("discover-tcp-nvme-cli-2.3.json"))
-    new, _ = parse_discovery_json(fixture("discover-tcp-nvme-cli-2.7-layout.json"))
+    old = parse_discovery_json(fixture("discover-tcp-nvme-cli-2.3.json"))[0]
+    new = parse_discovery_json(fixture("discover-tcp-nvme-cli-2.7-layout.json"))[0]
     assert all("Port ID" not in e for e in new)
     assert new == old
 
@@ -119,7 +119,7 @@ def test_discovery_1x_layout_and_string_portid():
     text = json.dumps({"device": "nvme0", "genctr": 3, "records": [
         {"trtype": "rdma", "adrfam": "ipv4", "subtype": "nvme subsystem", "treq": "not specified",
          "portid": "7", "trsvcid": "4420 ", "subnqn": "nqn.2024-01.io.x:a", "traddr": "192.0.2.1"}]})
-    entries, _ = parse_discovery_json(text)
+    entries = parse_discovery_json(text)[0]
     assert entries[0]["portid"] == 7 and entries[0]["trsvcid"] == "4420"
 
 
@@ -176,7 +176,7 @@ class FakeModule(object):
 def test_runner_uses_lc_all_c_and_parses_discovery(tmp_path):
     module = FakeModule([(0, fixture("discover-tcp-nvme-cli-2.3.json"), "")])
     cli = NvmeCli(module, kmsg_path=str(tmp_path / "no-kmsg"))
-    entries, _ = cli.discover({"transport": "tcp", "traddr": "10.99.0.1", "trsvcid": "4420"})
+    entries = cli.discover({"transport": "tcp", "traddr": "10.99.0.1", "trsvcid": "4420"})[0]
     assert len(entries) == 3
     argv, env = module.calls[0]
     assert argv[:2] == ["/usr/sbin/nvme", "discover"] and env == NVME_ENV and env["LC_ALL"] == "C"

@@ -15,7 +15,7 @@ def build_tree(root, tsv="sysfs-te2-tcp-rdma.tsv"):
         for line in handle:
             if line.startswith("#") or not line.strip():
                 continue
-            path, _, value = line.rstrip("\n").partition("\t")
+            path, value = line.rstrip("\n").split("\t", 1)
             full = os.path.join(str(root), "sys", path)
             os.makedirs(os.path.dirname(full), exist_ok=True)
             with open(full, "w") as out:
