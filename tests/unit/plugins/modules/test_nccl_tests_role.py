@@ -124,3 +124,57 @@ def test_check_mode_runs_nothing(lab):
     # Only the read-only usage probe ran; the benchmarks did not.
     assert json.loads(record.read_text())["argv"] == ["-h"]
     assert "failed=0" in out
+
+
+FAKE_MPIRUN = """#!/bin/sh
+# A FAKE mpirun: answers --version like Open MPI, keeps its argv and hostfile for the test,
+# exports -x NAME=VALUE as mpirun does for its ranks, and starts the program once.
+if [ "$1" = --version ]; then echo 'mpirun (Open MPI) 4.1.4'; exit 0; fi
+echo "$@" >> "%(dir)s/mpirun.argv"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --hostfile) cp "$2" "%(dir)s/hostfile.seen"; shift 2;;
+    -x) export "$2"; shift 2;;
+    *_perf) exec "$@";;
+    *) shift;;
+  esac
+done
+"""
+
+
+def two_nodes(lab):
+    fake = lab / "fake_mpirun"
+    fake.write_text(FAKE_MPIRUN % {"dir": lab})
+    fake.chmod(0o755)
+    node = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    (lab / "hosts.yml").write_text(json.dumps({"all": {"children": {"gpu_nodes": {"hosts": {
+        "gpu1": dict(node, gpu_count=8, fabric_address="10.99.0.1"),
+        "gpu2": dict(node, gpu_count=8, fabric_address="10.99.0.2")}}}}}))
+    return fake
+
+
+def test_multi_node_run_across_the_group(lab):
+    fake = two_nodes(lab)
+    rc, out = play(lab, role_vars(lab, nccl_tests_tests=["alltoall"], nccl_tests_sizes=[{"minbytes": "1K", "maxbytes": "8G"}],
+                                  nccl_tests_single_node=False, nccl_tests_mpirun_path=str(fake),
+                                  nccl_tests_mpirun_mca={"btl_tcp_if_include": "eth1"}))
+    assert rc == 0, out
+    result = json.loads((lab / "result.json").read_text())
+    (run,) = result["multi_node"]
+    assert run["passed"] is True and run["nranks"] == 16 and run["peak_busbw"] == 35.9
+    assert run["hosts"] == ["R6KD-CX8aaS-GPU-11", "R6KD-CX8aaS-GPU-12"]    # as the replayed output says
+    # One mpirun for the group (run_once), with a hostfile of the fabric addresses and GPU counts.
+    assert (lab / "hostfile.seen").read_text() == "10.99.0.1 slots=8\n10.99.0.2 slots=8\n"
+    (argv,) = (lab / "mpirun.argv").read_text().splitlines()
+    assert argv.startswith("-np 16 --hostfile ") and " --tag-output --mca btl_tcp_if_include eth1 " in argv
+    assert argv.endswith("alltoall_perf -b 1K -e 8G -f 2 -g 1 -t 1")
+
+
+def test_multi_node_without_mpi_build_fails_with_rebuild_advice(lab):
+    fake = two_nodes(lab)
+    env = role_vars(lab)["nccl_tests_environment"]
+    env["REPLAY_NCCL_FIXTURE_ALLTOALL_PERF"] = "constructed_no_mpi_two_nodes.txt"
+    rc, out = play(lab, role_vars(lab, nccl_tests_tests=["alltoall"], nccl_tests_single_node=False,
+                                  nccl_tests_mpirun_path=str(fake), nccl_tests_environment=env))
+    assert rc != 0
+    assert "Rebuild nccl-tests with MPI=1" in out
