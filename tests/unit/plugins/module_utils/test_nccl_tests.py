@@ -296,3 +296,26 @@ def test_binary_name():
 def test_supports_json_from_usage():
     assert N.supports_json("\t[-J,--output_file <file> write output to filepath, if accessible.]")
     assert not N.supports_json("USAGE: all_reduce_perf \n\t[-t,--nthreads <num threads>] \n\t[-h,--help]\n")
+
+
+def test_per_iteration_and_timestamp_columns():
+    # No published output with -I 1 -S 1 was found; these lines follow the printf formats
+    # of nccl-tests 2.19.6 (src/util.cu writeResultHeader / writeBenchmarkLineBody /
+    # writePerIterReport / writeTimestamp), with made-up numbers.
+    text = (
+        "#                                                      out-of-place (+ per-iteration)"
+        "                                in-place (+ per-iteration)\n"
+        "#       size         count      type   redop    root     time   algbw   busbw  #wrong"
+        "    i_min    i_max    i_p99    i_cv%     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%"
+        "           timestamp\n"
+        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)"
+        "     (us)     (us)      (%)     (us)  (GB/s)  (GB/s)            (us)     (us)     (us)      (%)"
+        " %Y-%m-%d %H:%M:%S\n"
+        "     1048576        262144     float     sum      -1    40.10   26.15   45.76       0"
+        "    39.50    41.20    41.20     1.10    40.00   26.21   45.87       0    39.40    40.90    40.90"
+        "     0.90  2025-10-24 10:00:00\n"
+    )
+    (row,) = N.parse_text(text)["rows"]
+    assert row["out_of_place"] == {"time_us": 40.1, "algbw": 26.15, "busbw": 45.76, "wrong": 0, "min_us": 39.5,
+                                   "max_us": 41.2, "p99_us": 41.2, "cv_pct": 1.1}
+    assert row["in_place"]["busbw"] == 45.87 and row["in_place"]["cv_pct"] == 0.9
