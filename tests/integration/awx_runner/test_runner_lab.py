@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from conftest import TOP, run_job, surveys
+from runner_jobs import TOP, run_job, surveys
 
 
 def nvmeof_mounted_at(path):

@@ -10,7 +10,7 @@ import re
 import pytest
 import yaml
 
-from conftest import TOP, run, tool
+from eco_helpers import TOP, run, tool
 from fake_awx_api import FakeAwx
 
 

@@ -2,7 +2,7 @@
 
 import os
 
-from conftest import TOP, run, tool
+from eco_helpers import TOP, run, tool
 
 
 def test_antsibull_changelog_lint():

@@ -7,7 +7,7 @@ import shutil
 
 import yaml
 
-from conftest import TOP, run, tool
+from eco_helpers import TOP, run, tool
 
 
 def test_builder_create_writes_a_build_context(tarball, tmp_path):

@@ -8,7 +8,7 @@ import tarfile
 
 import pytest
 
-from conftest import TOP, repo_files, run, tool
+from eco_helpers import TOP, repo_files, run, tool
 
 # What a user of the collection does not need: the lab, the tests, the tooling, caches.
 CLUTTER = [
