@@ -8,12 +8,12 @@ import socket
 import sys
 import time
 
-import pytest
-
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 sys.path.insert(0, os.path.join(TOP, "tests", "unit"))
 
 from awx import surveys  # noqa: E402  pylint: disable=wrong-import-position
+
+__all__ = ["TOP", "Job", "lab_up", "run_job", "surveys", "SSH_PORT_BASE"]
 
 # ansible-runner starts ansible-playbook from PATH: use the project's venv.
 os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")

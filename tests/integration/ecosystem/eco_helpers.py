@@ -9,6 +9,7 @@ import pytest
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 BIN = os.path.dirname(sys.executable)
 
+
 def tool(name):
     return os.path.join(BIN, name)
 
@@ -31,6 +32,7 @@ def galaxy_meta():
 
     with open(os.path.join(TOP, "galaxy.yml")) as f:
         return yaml.safe_load(f)
+
 
 def repo_files():
     """Files git knows of in the checkout (tracked, and new ones not ignored)."""
