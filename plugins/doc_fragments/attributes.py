@@ -23,9 +23,11 @@ attributes:
 options: {}
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: This module only reads; it behaves the same in check mode.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: N/A
     details: This module changes nothing, so it has no diff.
 """
@@ -35,11 +37,14 @@ attributes:
 options: {}
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: partial
     details: In check mode the job is not run; the module returns the command it would run.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   idempotent:
+    description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
     support: none
     details: Running a job is an action, not a state. Use O(creates)/O(removes) to guard a run.
 """
