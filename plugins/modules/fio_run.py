@@ -83,8 +83,9 @@ extends_documentation_fragment:
   - aiinfra.fabric.attributes
 attributes:
   check_mode:
-    description: In check mode fio is not run; the module returns the command it would run.
+    description: Can run in check mode.
     support: partial
+    details: In check mode fio is not run; the module returns the command it would run and reports no change.
   diff_mode:
     description: Running a job changes no configuration, so there is no diff.
     support: none
