@@ -137,6 +137,10 @@ options:
         also installs the drop-in
         C(/etc/systemd/system/nvmf-autoconnect.service.d/50-aiinfra-fabric.conf) that
         applies nvme-cli 2.5's fix (run when either file exists) and reloads systemd.
+      - libnvme 1.3 (Debian 12) applies the listed C(dhchap_key), C(dhchap_ctrl_key),
+        C(keep_alive_tmo), queue settings and C(reconnect_delay) at boot, but not
+        C(ctrl_loss_tmo) (it keeps its default, 600 s); the next run then reports that as
+        drift.
       - false leaves the configuration as it is.
     type: bool
     default: false
@@ -173,6 +177,11 @@ attributes:
     support: full
 notes:
   - Run as root.
+  - nvme-cli 2.x refuses a second connection to the same subsystem, transport and address
+    (C(already connected)), so a different O(host_traddr) alone does not create a
+    second path; the module reports nvme-cli's message.
+  - While another path to the same subsystem is up, nvme-cli 2.3 reuses that
+    controller's DH-HMAC-CHAP secret when O(dhchap_secret) is not given.
   - The discovery service port of the Linux kernel target is the port it listens on,
     usually 4420; use M(aiinfra.fabric.nvme_discover) to list what a target offers.
 seealso:
