@@ -3,6 +3,10 @@
 Runs after converge + idempotence. te2 connects with plain nvme-cli (2.3) over TCP and
 RDMA (soft-RoCE) with DH-HMAC-CHAP, sees both namespaces, and is refused with a wrong
 key. Every test disconnects what it connected.
+
+The connects pass -k 30 (keep-alive timeout): the target expires a DH-HMAC-CHAP
+transaction after the controller's keep-alive timeout (5 s by default), and the
+ffdhe2048 exchange can take longer than that in a TCG guest on a loaded machine.
 """
 
 import base64
@@ -45,7 +49,7 @@ def test_configfs_layout(te1, hostnqn):
 
 @pytest.mark.parametrize("transport", ["tcp", "rdma"])
 def test_te2_connects_with_dhchap(te2, key, transport):
-    connect = te2.run("nvme connect -t %s -a 10.99.0.1 -s 4420 -n %s --dhchap-secret=%s", transport, NQN, key)
+    connect = te2.run("nvme connect -t %s -a 10.99.0.1 -s 4420 -k 30 -n %s --dhchap-secret=%s", transport, NQN, key)
     try:
         assert connect.rc == 0, connect.stderr
         subsys = te2.check_output("nvme list-subsys -o json")
