@@ -58,9 +58,9 @@ t0=$(now)
 "${PLAYBOOK[@]}" playbooks/nvmeof_rdma.yml >"$LOG/b_noop.log" 2>&1
 noop=$(since "$t0")
 t0=$(now)
-"${PLAYBOOK[@]}" playbooks/nvmeof_teardown.yml >"$LOG/b_teardown.log" 2>&1
+# Removing the (sparse) backing file too costs one unlink; it leaves the VMs as found.
+"${PLAYBOOK[@]}" playbooks/nvmeof_teardown.yml -e nvmeof_target_remove_backing_file=true >"$LOG/b_teardown.log" 2>&1
 teardown=$(since "$t0")
-"${PLAYBOOK[@]}" playbooks/nvmeof_teardown.yml -e nvmeof_target_remove_backing_file=true >"$LOG/b_cleanup.log" 2>&1
 noop_changed=$(grep -E '^te[12] +:' "$LOG/b_noop.log" | sed -E 's/.*changed=([0-9]+).*/\1/' | paste -sd+ | bc)
 
 b=$(echo "$converge + $teardown" | bc)
