@@ -97,8 +97,10 @@ def _read_data(path, what):
 
 
 def _results_path(path):
-    """A results folder (or its ``latest`` link) -> its results.json."""
-    return os.path.join(path, "results.json") if os.path.isdir(path) else path
+    """A results folder (or its ``latest`` link) -> its results.json; a ``.json`` path is the file itself."""
+    if os.path.isdir(path) or not path.endswith(".json"):
+        return os.path.join(path, "results.json")
+    return path
 
 
 def _write_tree(final, files):

@@ -102,7 +102,8 @@ options:
     type: path
   baseline:
     description:
-      - A previous C(results.json), or a results folder holding one (for example C(results/latest)). Each metric
+      - A previous C(results.json) (a path ending in C(.json)), or a folder holding one (for example
+        C(results/latest)). Each metric
         with the same id (host, metric and labels) is compared with its baseline value in its worse direction.
       - Metrics of this run's hosts that are in the baseline but were not measured give a warning.
     type: path
@@ -144,8 +145,8 @@ options:
     default: true
   save_baseline:
     description:
-      - Also write this run's C(results.json) to this path (or into this folder) when no check failed, for the
-        next run's O(baseline).
+      - Also write this run's C(results.json) when no check failed, for the next run's O(baseline). A path ending
+        in C(.json) is the file; any other path is a folder (created when missing) that gets C(results.json).
     type: path
   update_latest:
     description: Point the symbolic link C(latest) in O(output_dir) at this run's folder.

@@ -89,6 +89,20 @@ def test_report_folder_files_and_stats(lab):
     assert "PASS: %d metrics" % len(doc["metrics"]) in out
 
 
+def test_baseline_stored_into_a_new_folder_and_read_back(lab):
+    store = lab / "baselines" / "lab"  # does not exist yet: a folder, since it does not end in .json
+    rc, out = play(lab, {"fabric_report_run_id": "first", "fabric_report_save_baseline": str(store),
+                         "fabric_report_plots": False})
+    assert rc == 0, out
+    assert json.loads((store / "results.json").read_text())["run"]["id"] == "first"
+    rc, out = play(lab, {"fabric_report_run_id": "second", "fabric_report_baseline": str(store),
+                         "fabric_report_plots": False})
+    assert rc == 0, out
+    doc = json.loads((lab / "results" / "second" / "results.json").read_text())
+    assert doc["baseline"]["run_id"] == "first"
+    assert [c for c in doc["checks"] if c["source"] == "baseline"]
+
+
 def test_check_mode_writes_nothing(lab):
     rc, out = play(lab, {"fabric_report_plots": False}, check=True)
     assert rc == 0, out
