@@ -8,15 +8,11 @@ set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
 need() { command -v "$1" >/dev/null 2>&1 || lab_die "'$1' is missing: install the Debian package $2 (scripts/setup does)"; }
-need mmdebstrap mmdebstrap
-need mkfs.ext4 e2fsprogs
-need busybox busybox-static
-need cpio cpio
 need ssh-keygen openssh-client
-need xz xz-utils
-[ "$(id -u)" = 0 ] || lab_die "building the lab image needs root (mmdebstrap and device nodes)"
-
 mkdir -p "$LAB_CACHE/debs" "$LAB_CACHE/images"
+# One build at a time per cache, even when several labctl runs ask at once.
+exec 9>"$LAB_CACHE/build.lock"
+flock 9
 [ -f "$LAB_KEY" ] || ssh-keygen -q -t ed25519 -N '' -C aiinfra-fabric-lab -f "$LAB_KEY"
 
 kernel_pkg=${AIINFRA_LAB_KERNEL_PACKAGE:-}
@@ -30,10 +26,16 @@ packages=$(grep -vE '^\s*(#|$)' "$LAB_DIR/packages.txt" | tr '\n' ',')"$kernel_p
 stamp=$( { echo "$packages"; cat "$0" "$LAB_DIR/initramfs-init"; find "$LAB_DIR/guest" -type f -print0 | sort -z | xargs -0 cat; cat "$LAB_KEY.pub"; } | sha256sum | cut -c1-16)
 out=$LAB_CACHE/images/$stamp
 if [ -f "$out/done" ]; then
+  [ "$(readlink "$LAB_CACHE/images/current" 2>/dev/null)" = "$stamp" ] || ln -sfn "$stamp" "$LAB_CACHE/images/current"
   lab_log "image $stamp is cached ($kernel_pkg)"
-  ln -sfn "$stamp" "$LAB_CACHE/images/current"
   exit 0
 fi
+need mmdebstrap mmdebstrap
+need mkfs.ext4 e2fsprogs
+need busybox busybox-static
+need cpio cpio
+need xz xz-utils
+[ "$(id -u)" = 0 ] || lab_die "building the lab image needs root (mmdebstrap and device nodes)"
 
 work=$(mktemp -d "$LAB_CACHE/build.XXXXXX")
 log=$LAB_CACHE/build-image.log

@@ -8,6 +8,7 @@ lab_dir=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp"/{bin,dev,proc,sys,newroot,modules}
 cp "$(command -v busybox)" "$tmp/bin/busybox"
+ln -s busybox "$tmp/bin/sh"  # the interpreter /init names
 cp "$lab_dir/initramfs-init" "$tmp/init"; chmod 0755 "$tmp/init"
 
 # Depth-first over modules.dep, so each module comes after what it needs.
