@@ -80,8 +80,8 @@ def plan_job(params, implementation, local_slots, resolves, program_path):
     oversubscribe = bool(params.get("oversubscribe"))
     if np > total and not oversubscribe:
         if hosts:
-            what = "hosts %s have %d slots in total" % (", ".join("%s:%d" % (h["name"], h["slots"]) for h in hosts),
-                                                           total)
+            listed = ", ".join("%s:%d" % (h["name"], h["slots"]) for h in hosts)
+            what = "hosts %s have %d slots in total" % (listed, total)
         else:
             what = "the launching host has %d slots (its CPU count; give hosts to say otherwise)" % total
         raise MpiJobError("np=%d is more than the slots available: %s. Lower np, add slots, or set "

@@ -1095,8 +1095,8 @@ def explain(op, exc):
     else:
         action = {"link": "link %s into %s" % (name, obj), "unlink": "unlink %s from %s" % (name, obj),
                   "mkdir": "create %s" % obj, "rmdir": "remove %s" % obj}[op.kind]
-    msg = "nvmet: cannot %s: %s (%s)" % (action, os.strerror(code) if code else str(exc),
-                                        errno.errorcode.get(code, code))
+    reason = os.strerror(code) if code else str(exc)
+    msg = "nvmet: cannot %s: %s (%s)" % (action, reason, errno.errorcode.get(code, code))
     if why:
         msg += ": " + why
     return msg

@@ -129,8 +129,8 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme_sysfs import F
 
 
 def validated(params):
-    values = dict((k, params.get(k)) for k in ("transport", "traddr", "trsvcid", "host_traddr", "host_iface",
-                                                 "hostnqn", "hostid", "dhchap_secret"))
+    names = ("transport", "traddr", "trsvcid", "host_traddr", "host_iface", "hostnqn", "hostid", "dhchap_secret")
+    values = dict((k, params.get(k)) for k in names)
     transport = values["transport"]
     if transport in ("tcp", "rdma"):
         if not values["traddr"]:

@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/usr/bin/env bash
 # NOT FROM THE SEED: the seed assumes an RDMA NIC. In the lab both VMs use soft-RoCE,
 # created the way the lab notes do it; the playbook's soft_roce role does the same.
 # usage: 00_soft_roce.sh up|down

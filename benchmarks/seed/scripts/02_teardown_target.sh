@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/usr/bin/env bash
 # THE SEED'S SCRIPT, adapted only where marked ADAPTED (benchmark baseline for
 # benchmarks/nvmeof_seed_vs_playbook.sh). Source: the seed field guide,
 # ../shared/seed/000_ac94aacb1b8e0940.txt, section 3.3 (NVMe-oF example).

@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/usr/bin/env bash
 # TEST FIXTURE for the nvme_connect molecule scenario, not a product: a minimal
 # NVMe-oF target on te1 built directly in configfs (the nvmet_* modules of the
 # collection are tested in their own scenario). Idempotent: it tears down what it

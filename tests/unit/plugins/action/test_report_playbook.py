@@ -70,7 +70,7 @@ def play(lab, extra=None, facts_dir="facts", check=False):
     extra = dict({"facts_dir": str(lab / facts_dir), "fabric_report_dir": str(lab / "results")}, **(extra or {}))
     argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(lab / "hosts.yml"),
             str(lab / "play.yml"), "-e", json.dumps(extra)] + (["--check"] if check else [])
-    proc = subprocess.run(argv, cwd=str(lab), env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(argv, cwd=str(lab), env=env, capture_output=True, text=True, timeout=300, check=False)
     return proc.returncode, proc.stdout + proc.stderr
 
 

@@ -77,9 +77,9 @@ def test_bad_output(text, match):
 
 def test_build_argv_single_job():
     argv = build_argv("/usr/bin/fio", {"name": "verify", "filename": "/mnt/x/f", "rw": "randrw", "bs": "4k",
-                                        "size": "32M", "iodepth": 4, "numjobs": 1, "ioengine": "libaio",
-                                        "direct": True, "verify": "crc32c", "runtime": 20, "time_based": True,
-                                        "extra_args": ["--verify_fatal=1"]})
+                                       "size": "32M", "iodepth": 4, "numjobs": 1, "ioengine": "libaio",
+                                       "direct": True, "verify": "crc32c", "runtime": 20, "time_based": True,
+                                       "extra_args": ["--verify_fatal=1"]})
     assert argv == ["/usr/bin/fio", "--output-format=json", "--name=verify", "--filename=/mnt/x/f", "--rw=randrw",
                     "--bs=4k", "--size=32M", "--iodepth=4", "--numjobs=1", "--ioengine=libaio", "--verify=crc32c",
                     "--direct=1", "--runtime=20", "--time_based", "--verify_fatal=1"]

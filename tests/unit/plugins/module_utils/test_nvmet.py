@@ -362,7 +362,7 @@ def test_restore_builds_from_nothing_in_order(root, backing):
     doc = {
         "hosts": [{"nqn": HOST, "dhchap": {"key": make_key(), "hash": "hmac(sha256)", "dhgroup": "ffdhe2048"}}],
         "ports": [{"portid": 1, "addr": {"trtype": "tcp", "traddr": "10.99.0.1", "trsvcid": "4420",
-                                          "adrfam": "ipv4", "treq": "not specified", "tsas": "none"},
+                                         "adrfam": "ipv4", "treq": "not specified", "tsas": "none"},
                    "param": {}, "subsystems": [SUB], "referrals": [], "ana_groups": []}],
         "subsystems": [{"nqn": SUB, "attr": {"allow_any_host": "0", "model": "aiinfra"}, "allowed_hosts": [HOST],
                         "namespaces": [{"nsid": 1, "enable": 1, "device": {"path": backing[0]}}]}],
@@ -524,7 +524,7 @@ def test_disabled_namespace_is_changed_without_toggling():
     state = linked_state()
     state["subsystems"][SUB]["namespaces"][1]["enabled"] = False
     spec = sub_spec(allowed_hosts=[HOST], namespaces=[{"nsid": 1, "device_path": "/d2", "enabled": False,
-                                                        "buffered_io": True}, NS[1]])
+                                                       "buffered_io": True}, NS[1]])
     ns1 = "subsystems/%s/namespaces/1" % SUB
     assert texts(plan_subsystem(state, spec, BUSY)) == [
         "write %s/device_path = /d2" % ns1, "write %s/buffered_io = 1" % ns1]

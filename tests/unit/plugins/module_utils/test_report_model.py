@@ -193,13 +193,13 @@ def test_mpi_bench_role_fact_counted_once_on_the_launcher():
     fact = mpi_bench_fact()
     benchmarks, hosts = M.collect({"te1": {"mpi_bench_result": fact}, "te2": {"mpi_bench_result": dict(fact)}})
     assert [(r["host"], r["run"]) for r in benchmarks["mpi"]] == [("te1", "multi_node:reduce"),
-                                                                ("te1", "benchmark:latency")]
+                                                                  ("te1", "benchmark:latency")]
     reduce_rec, lat = benchmarks["mpi"]
     assert reduce_rec["check_passed"] is True and reduce_rec["program"] == "reduce_mpi"
     assert lat["test"] == "latency" and lat["kind"] == "latency" and lat["rows"][0]["latency_us"] == 1.84
     # A node that ran its own, different job keeps its record.
     other = mpi_bench_fact(sum_received=5)
     other["launched_from"] = "te2"
-    benchmarks, _ = M.collect({"te1": {"mpi_bench_result": fact}, "te2": {"mpi_bench_result": other}})
+    benchmarks = M.collect({"te1": {"mpi_bench_result": fact}, "te2": {"mpi_bench_result": other}})[0]
     assert sorted(set(r["host"] for r in benchmarks["mpi"])) == ["te1", "te2"]
     assert [r["check_passed"] for r in benchmarks["mpi"] if r["program"] == "reduce_mpi"] == [True, False]

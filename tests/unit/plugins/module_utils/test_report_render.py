@@ -62,7 +62,7 @@ def test_html_is_self_contained_with_one_plot_per_series_kind():
     # Nothing fetched from elsewhere: no external URLs in src/href, no scripts.
     assert not re.search(r'(src|href)="(?!data:)', page)
     assert "<script" not in page
-    alts = [a for a, _ in images(page)]
+    alts = [alt for alt, _data in images(page)]
     assert alts == [
         "NCCL all_reduce bus bandwidth vs message size, per host",
         "NCCL alltoall bus bandwidth vs message size, per host",
@@ -72,7 +72,7 @@ def test_html_is_self_contained_with_one_plot_per_series_kind():
         "fio IOPS and bandwidth per host, job and direction",
         "fio latency percentiles per host, job and direction",
     ]
-    for _, data in images(page):
+    for _alt, data in images(page):
         svg = ET.fromstring(base64.b64decode(data))
         assert svg.tag.endswith("svg")
         # A plotted line is a path with many vertices.
