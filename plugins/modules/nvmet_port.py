@@ -195,13 +195,12 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import (
     ConfigfsTree,
     NvmetError,
-    apply_plan,
     check_configfs,
     export_port,
     normalize_port,
     plan_port,
-    simulate,
 )
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet_result import apply_and_exit
 
 
 def main():
@@ -240,20 +239,7 @@ def main():
     for nqn in spec.get("subsystems") or []:
         if nqn not in state["subsystems"]:
             module.warn("subsystem %s does not exist yet; a real run fails unless an earlier task creates it" % nqn)
-    before = export_port(state["ports"].get(pid))
-    texts = [op.text() for op in ops]
-    if ops and not module.check_mode:
-        try:
-            apply_plan(tree, ops)
-        except NvmetError as exc:
-            module.fail_json(msg=exc.msg, changed=bool(exc.applied), operations=exc.applied, planned=texts)
-        after = export_port(tree.read()["ports"].get(pid))
-    else:
-        after = export_port(simulate(state, ops)["ports"].get(pid))
-    result = dict(changed=bool(ops), port=after, operations=texts)
-    if module._diff:
-        result["diff"] = dict(before=before or {}, after=after or {})
-    module.exit_json(**result)
+    apply_and_exit(module, tree, state, ops, "ports", pid, export_port, "port")
 
 
 if __name__ == "__main__":

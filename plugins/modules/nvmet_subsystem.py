@@ -218,13 +218,12 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import (
     ConfigfsTree,
     NvmetError,
-    apply_plan,
     check_configfs,
     export_subsystem,
     normalize_subsystem,
     plan_subsystem,
-    simulate,
 )
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet_result import apply_and_exit
 
 
 def main():
@@ -265,21 +264,7 @@ def main():
     except NvmetError as exc:
         module.fail_json(msg=exc.msg, changed=False, operations=[])
 
-    nqn = spec["nqn"]
-    before = export_subsystem(state["subsystems"].get(nqn))
-    texts = [op.text() for op in ops]
-    if ops and not module.check_mode:
-        try:
-            apply_plan(tree, ops)
-        except NvmetError as exc:
-            module.fail_json(msg=exc.msg, changed=bool(exc.applied), operations=exc.applied, planned=texts)
-        after = export_subsystem(tree.read()["subsystems"].get(nqn))
-    else:
-        after = export_subsystem(simulate(state, ops)["subsystems"].get(nqn))
-    result = dict(changed=bool(ops), subsystem=after, operations=texts)
-    if module._diff:
-        result["diff"] = dict(before=before or {}, after=after or {})
-    module.exit_json(**result)
+    apply_and_exit(module, tree, state, ops, "subsystems", spec["nqn"], export_subsystem, "subsystem")
 
 
 if __name__ == "__main__":
