@@ -18,6 +18,21 @@ attributes:
     platforms: posix
 """
 
+    # Declarative modules that change state: full check mode, diff and idempotence.
+    DECLARATIVE = r"""
+options: {}
+attributes:
+  check_mode:
+    description: Can run in check mode and predict the result (changed, operations, diff) without changing configfs.
+    support: full
+  diff_mode:
+    description: Returns the object before and after the change (or the predicted change in check mode).
+    support: full
+  idempotent:
+    description: A second run with the same arguments reports no change and writes nothing.
+    support: full
+"""
+
     # For modules that only read: they change nothing, so check mode is complete.
     INFO_MODULE = r"""
 options: {}

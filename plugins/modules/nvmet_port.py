@@ -23,16 +23,7 @@ author:
   - aiinfra.fabric contributors (!UNKNOWN)
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
-attributes:
-  check_mode:
-    description: Can run in check mode and predict the result (changed, operations, diff) without changing configfs.
-    support: full
-  diff_mode:
-    description: Returns the object before and after the change (or the predicted change in check mode).
-    support: full
-  idempotent:
-    description: A second run with the same arguments reports no change and writes nothing.
-    support: full
+  - aiinfra.fabric.attributes.declarative
 options:
   port_id:
     description: Port id, 0 to 65535 (the directory name under C(ports/)).
