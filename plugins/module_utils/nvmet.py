@@ -1235,6 +1235,45 @@ def restore_document(doc, root="/sys/kernel/config", check=False, force=False, a
     return apply_plan(tree, ops)
 
 
+def save_to_file(tree, path, check=False, remove_when_empty=False):
+    """Write the configuration, keys included, to path (mode 0600, parent 0700) when it differs.
+
+    The keys never leave the host: only a one-word outcome is returned -- "unchanged",
+    "written", or with remove_when_empty and no object left, "removed" or "absent".
+    With check nothing is written and the outcome is "would write" or "would remove".
+    """
+    check_configfs(tree)
+    doc = to_savefile(tree.read(), mask_keys=False)
+    text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    exists = os.path.exists(path)
+    if remove_when_empty and not any(doc.get(k) for k in ("hosts", "ports", "subsystems")):
+        if not exists:
+            return "absent"
+        if not check:
+            os.unlink(path)
+        return "would remove" if check else "removed"
+    if exists:
+        with open(path) as f:
+            if f.read() == text:
+                return "unchanged"
+    if check:
+        return "would write"
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        os.makedirs(directory, 0o700)
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.rename(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return "written"
+
+
 def main(argv=None):
     import argparse
     parser = argparse.ArgumentParser(prog="nvmet.py", description="Restore or save the kernel NVMe-oF target "
@@ -1248,6 +1287,11 @@ def main(argv=None):
     r.add_argument("--allow-reconfigure", action="store_true", help="unlink/change/relink ports whose address differs")
     s = sub.add_parser("save", help="print the current configuration (keys in clear with --keys)")
     s.add_argument("--keys", action="store_true")
+    s.add_argument("--output", metavar="FILE", help="write to FILE (keys included, mode 0600) when it differs, "
+                   "print unchanged/written instead of the configuration")
+    s.add_argument("--remove-when-empty", action="store_true",
+                   help="with --output: delete FILE when no host, port or subsystem is left (print removed/absent)")
+    s.add_argument("--check", action="store_true", help="with --output: report what would happen, write nothing")
     args = parser.parse_args(argv)
     tree = ConfigfsTree(args.configfs_root)
     try:
@@ -1257,6 +1301,9 @@ def main(argv=None):
             for line in restore_document(doc, check=args.check, force=args.force,
                                          allow_reconfigure=args.allow_reconfigure, tree=tree):
                 sys.stdout.write(("would " if args.check else "") + line + "\n")
+        elif args.command == "save" and args.output:
+            sys.stdout.write(save_to_file(tree, args.output, check=args.check,
+                                          remove_when_empty=args.remove_when_empty) + "\n")
         elif args.command == "save":
             check_configfs(tree)
             sys.stdout.write(json.dumps(to_savefile(tree.read(), mask_keys=not args.keys), indent=2, sort_keys=True) + "\n")

@@ -12,6 +12,9 @@ import os
 import pytest
 
 TRANSPORT = os.environ.get("NVMEOF_TRANSPORT", "rdma")
+# Set by scenarios that converge with DH-HMAC-CHAP secrets (nvmeof_tcp): the YAML file
+# with nvmeof_initiator_dhchap_secret and nvmeof_initiator_dhchap_ctrl_secret.
+DHCHAP_FILE = os.environ.get("NVMEOF_DHCHAP_FILE", "")
 NQN = "nqn.2024-04.com.example:te1.target1"
 NVMET = "/sys/kernel/config/nvmet"
 MOUNT = "/mnt/nvmeof_rdma_test"
@@ -93,3 +96,50 @@ def test_data_written_on_initiator_reads_back(te2):
     read_back = te2.check_output("dd if=%s bs=1M iflag=direct status=none | sha256sum", f).split()[0]
     te2.run_expect([0], "rm -f %s", f)
     assert read_back == written
+
+
+@pytest.fixture(scope="module")
+def dhchap():
+    if not DHCHAP_FILE:
+        pytest.skip("this scenario converges without DH-HMAC-CHAP")
+    import yaml
+    with open(DHCHAP_FILE) as f:
+        return yaml.safe_load(f)
+
+
+def test_dhchap_target_requires_the_host_key(te1, te2_hostnqn, dhchap):
+    host = "%s/hosts/%s" % (NVMET, te2_hostnqn)
+    assert read(te1, host + "/dhchap_key") == dhchap["nvmeof_initiator_dhchap_secret"]
+    assert read(te1, host + "/dhchap_ctrl_key") == dhchap["nvmeof_initiator_dhchap_ctrl_secret"]
+    # Persisted with the keys, readable by root only, so the target authenticates after a reboot.
+    save = json.loads(read(te1, "/etc/nvmet/config.json"))
+    keys = [h.get("dhchap", {}).get("key") for h in save["hosts"] if h["nqn"] == te2_hostnqn]
+    assert keys == [dhchap["nvmeof_initiator_dhchap_secret"]]
+
+
+def test_dhchap_initiator_authenticated_both_ways(te2, dhchap):
+    ctrls = [c for c in te2.check_output("ls /sys/class/nvme-fabrics/ctl").split()
+             if read(te2, "/sys/class/nvme-fabrics/ctl/%s/subsysnqn" % c) == NQN]
+    assert len(ctrls) == 1
+    base = "/sys/class/nvme/%s" % ctrls[0]
+    assert read(te2, base + "/state") == "live"
+    assert read(te2, base + "/dhchap_secret") == dhchap["nvmeof_initiator_dhchap_secret"]
+    assert read(te2, base + "/dhchap_ctrl_secret") == dhchap["nvmeof_initiator_dhchap_ctrl_secret"]
+
+
+def test_dhchap_wrong_key_is_refused(te2, dhchap):
+    """A second connection (--duplicate-connect) with another well-formed host key fails."""
+    import base64
+    import zlib
+    raw = bytes(range(32))
+    wrong = "DHHC-1:00:%s:" % base64.b64encode(raw + zlib.crc32(raw).to_bytes(4, "little")).decode()
+    assert wrong != dhchap["nvmeof_initiator_dhchap_secret"]
+    before = set(te2.check_output("ls /sys/class/nvme-fabrics/ctl").split())
+    cmd = te2.run("nvme connect --duplicate-connect -t %s -a 10.99.0.1 -s 4420 -n %s --dhchap-secret=%s",
+                  TRANSPORT, NQN, wrong)
+    new = set(te2.check_output("ls /sys/class/nvme-fabrics/ctl").split()) - before
+    for ctrl in new:
+        te2.run("nvme disconnect -d %s", ctrl)
+    assert cmd.rc != 0 and not new, (cmd.rc, cmd.stdout, cmd.stderr)
+    # The authentication failure is what refused it, not something else.
+    assert "authentication" in te2.check_output("dmesg | tail -n 20").lower()

@@ -390,6 +390,47 @@ def test_main_restore_cli(root, backing, tmp_path, capsys):
     assert not os.path.exists(os.path.join(root, "nvmet", "subsystems", SUB))
 
 
+def test_main_save_output_writes_keys_privately_and_only_on_change(root, tmp_path, capsys):
+    key = make_key()
+    fake_host(root, HOST, key=key)
+    out = tmp_path / "etc" / "nvmet" / "config.json"
+    args = ["--configfs-root", root, "save", "--output", str(out)]
+    assert nvmet.main(args + ["--check"]) == 0
+    assert capsys.readouterr().out == "would write\n"
+    assert not out.exists()
+    assert nvmet.main(args) == 0
+    printed = capsys.readouterr().out
+    assert printed == "written\n"
+    assert key not in printed
+    assert oct(os.stat(str(out)).st_mode & 0o777) == "0o600"
+    assert oct(os.stat(str(out.parent)).st_mode & 0o777) == "0o700"
+    doc = json.loads(out.read_text())
+    assert doc["hosts"] == [{"nqn": HOST, "dhchap": {"key": key, "hash": "hmac(sha256)", "dhgroup": "null"}}]
+    mtime = os.stat(str(out)).st_mtime_ns
+    assert nvmet.main(args) == 0
+    assert capsys.readouterr().out == "unchanged\n"
+    assert os.stat(str(out)).st_mtime_ns == mtime
+    assert [p.name for p in out.parent.iterdir()] == ["config.json"]
+
+
+def test_main_save_output_removes_the_file_only_when_nothing_is_left(root, tmp_path, capsys):
+    out = tmp_path / "config.json"
+    args = ["--configfs-root", root, "save", "--output", str(out), "--remove-when-empty"]
+    assert nvmet.main(args) == 0
+    assert capsys.readouterr().out == "absent\n"
+    assert not out.exists()
+    fake_host(root, HOST)
+    assert nvmet.main(args) == 0
+    assert capsys.readouterr().out == "written\n"
+    os.rename(os.path.join(root, "nvmet", "hosts", HOST), os.path.join(root, "gone"))
+    assert nvmet.main(args + ["--check"]) == 0
+    assert capsys.readouterr().out == "would remove\n"
+    assert out.exists()
+    assert nvmet.main(args) == 0
+    assert capsys.readouterr().out == "removed\n"
+    assert not out.exists()
+
+
 def test_main_reports_missing_configfs(tmp_path, capsys):
     assert nvmet.main(["--configfs-root", str(tmp_path), "save"]) == 1
     assert "load the nvmet kernel module" in capsys.readouterr().err
