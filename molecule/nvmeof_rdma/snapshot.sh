@@ -26,3 +26,7 @@ echo "## fstab"
 sha256sum /etc/fstab
 echo "## mount points"
 ls -d /mnt/* 2>/dev/null | sort
+echo "## firewall rules (ufw, firewalld)"
+command -v ufw >/dev/null 2>&1 && ufw status 2>/dev/null
+command -v firewall-cmd >/dev/null 2>&1 && firewall-cmd --list-ports 2>/dev/null
+true

@@ -15,6 +15,8 @@ TRANSPORT = os.environ.get("NVMEOF_TRANSPORT", "rdma")
 # Set by scenarios that converge with DH-HMAC-CHAP secrets (nvmeof_tcp): the YAML file
 # with nvmeof_initiator_dhchap_secret and nvmeof_initiator_dhchap_ctrl_secret.
 DHCHAP_FILE = os.environ.get("NVMEOF_DHCHAP_FILE", "")
+# Set by scenarios whose prepare turns on a host firewall on the target (nvmeof_tcp: ufw).
+FIREWALL = os.environ.get("NVMEOF_FIREWALL", "")
 NQN = "nqn.2024-04.com.example:te1.target1"
 NVMET = "/sys/kernel/config/nvmet"
 MOUNT = "/mnt/nvmeof_rdma_test"
@@ -119,7 +121,7 @@ def test_dhchap_target_requires_the_host_key(te1, te2_hostnqn, dhchap):
 
 def test_dhchap_initiator_authenticated_both_ways(te2, dhchap):
     ctrls = [c for c in te2.check_output("ls /sys/class/nvme-fabrics/ctl").split()
-             if read(te2, "/sys/class/nvme-fabrics/ctl/%s/subsysnqn" % c) == NQN]
+             if c.startswith("nvme") and read(te2, "/sys/class/nvme-fabrics/ctl/%s/subsysnqn" % c) == NQN]
     assert len(ctrls) == 1
     base = "/sys/class/nvme/%s" % ctrls[0]
     assert read(te2, base + "/state") == "live"
@@ -127,19 +129,41 @@ def test_dhchap_initiator_authenticated_both_ways(te2, dhchap):
     assert read(te2, base + "/dhchap_ctrl_secret") == dhchap["nvmeof_initiator_dhchap_ctrl_secret"]
 
 
-def test_dhchap_wrong_key_is_refused(te2, dhchap):
-    """A second connection (--duplicate-connect) with another well-formed host key fails."""
+def test_dhchap_wrong_key_is_refused(te1, te2, te2_hostnqn, dhchap):
+    """A second connection with another well-formed host key fails authentication.
+
+    Written to /dev/nvme-fabrics directly: nvme-cli 2.3 (Debian 12) answers "already
+    connected" without trying, even with --duplicate-connect.
+    """
     import base64
     import zlib
     raw = bytes(range(32))
     wrong = "DHHC-1:00:%s:" % base64.b64encode(raw + zlib.crc32(raw).to_bytes(4, "little")).decode()
     assert wrong != dhchap["nvmeof_initiator_dhchap_secret"]
+    options = ",".join([
+        "transport=%s" % TRANSPORT, "traddr=10.99.0.1", "trsvcid=4420", "nqn=" + NQN,
+        "hostnqn=" + te2_hostnqn, "hostid=" + read(te2, "/etc/nvme/hostid"),
+        "duplicate_connect", "dhchap_secret=" + wrong])
     before = set(te2.check_output("ls /sys/class/nvme-fabrics/ctl").split())
-    cmd = te2.run("nvme connect --duplicate-connect -t %s -a 10.99.0.1 -s 4420 -n %s --dhchap-secret=%s",
-                  TRANSPORT, NQN, wrong)
+    cmd = te2.run("echo %s > /dev/nvme-fabrics", options)
     new = set(te2.check_output("ls /sys/class/nvme-fabrics/ctl").split()) - before
     for ctrl in new:
         te2.run("nvme disconnect -d %s", ctrl)
-    assert cmd.rc != 0 and not new, (cmd.rc, cmd.stdout, cmd.stderr)
-    # The authentication failure is what refused it, not something else.
-    assert "authentication" in te2.check_output("dmesg | tail -n 20").lower()
+    assert cmd.rc != 0 and not new, (cmd.rc, cmd.stderr)
+    assert "Key was rejected" in cmd.stderr
+    # Both kernels say why: the host's DH-HMAC-CHAP exchange failed, the target saw a
+    # response that did not match the host's key.
+    assert "authentication failed" in te2.check_output("dmesg | tail -n 5")
+    assert "host response mismatch" in te1.check_output("dmesg | tail -n 10")
+
+
+def test_target_firewall_lets_the_transport_in(te1):
+    if FIREWALL != "ufw":
+        pytest.skip("no host firewall on the target in this scenario")
+    status = te1.check_output("ufw status")
+    assert status.startswith("Status: active")
+    port = "4791/udp" if TRANSPORT == "rdma" else "4420/tcp"
+    assert any(line.split()[:2] == [port, "ALLOW"] for line in status.splitlines()), status
+    record = json.loads(read(te1, "/var/lib/aiinfra-fabric/nvmeof_target.json"))
+    assert record[NQN]["firewall_rules_added"] == [
+        {"tool": "ufw", "port": port.split("/")[0], "proto": port.split("/")[1]}]
