@@ -1235,6 +1235,41 @@ def restore_document(doc, root="/sys/kernel/config", check=False, force=False, a
     return apply_plan(tree, ops)
 
 
+def clear_document(doc, root="/sys/kernel/config", check=False, tree=None):
+    """Remove what an nvmetcli save-file document lists: ports, then subsystems, then hosts.
+
+    The boot unit's stop action: it runs at shutdown while the network is still up, so
+    no initiator write is acknowledged after the final sync of the backing files'
+    file system (an acknowledged write into a sparse file is only durable once the
+    file system commits it). Connected hosts do not stop it (they reconnect when the
+    target is back). Objects the document does not list are left alone. Returns the
+    operation texts; [] when nvmet is not loaded.
+    """
+    tree = tree or ConfigfsTree(root)
+    if not os.path.isdir(tree.nvmet):
+        return []
+    state = tree.read()
+    conns = tree.connections(state)
+    ops = []
+    st = state
+    specs = from_savefile(doc)
+    for raw in specs["ports"]:
+        part = plan_port(st, {"port_id": raw["port_id"], "state": "absent"}, conns, force=True)
+        ops.extend(part)
+        st = simulate(st, part)
+    for raw in specs["subsystems"]:
+        part = plan_subsystem(st, {"nqn": raw["nqn"], "state": "absent"}, conns, force=True)
+        ops.extend(part)
+        st = simulate(st, part)
+    for raw in specs["hosts"]:
+        part = plan_host(st, {"hostnqn": raw["hostnqn"], "state": "absent"}, conns, force=True)
+        ops.extend(part)
+        st = simulate(st, part)
+    if check:
+        return [op.text() for op in ops]
+    return apply_plan(tree, ops)
+
+
 def save_to_file(tree, path, check=False, remove_when_empty=False):
     """Write the configuration, keys included, to path (mode 0600, parent 0700) when it differs.
 
@@ -1285,6 +1320,10 @@ def main(argv=None):
     r.add_argument("--check", action="store_true", help="print the plan, change nothing")
     r.add_argument("--force", action="store_true", help="proceed even when hosts are connected")
     r.add_argument("--allow-reconfigure", action="store_true", help="unlink/change/relink ports whose address differs")
+    c = sub.add_parser("clear", help="remove the ports, subsystems and hosts FILE lists (ports first), even with "
+                       "hosts connected; a missing FILE or an unloaded nvmet is nothing to do")
+    c.add_argument("file")
+    c.add_argument("--check", action="store_true", help="print the plan, change nothing")
     s = sub.add_parser("save", help="print the current configuration (keys in clear with --keys)")
     s.add_argument("--keys", action="store_true")
     s.add_argument("--output", metavar="FILE", help="write to FILE (keys included, mode 0600) when it differs, "
@@ -1300,6 +1339,13 @@ def main(argv=None):
                 doc = json.load(f)
             for line in restore_document(doc, check=args.check, force=args.force,
                                          allow_reconfigure=args.allow_reconfigure, tree=tree):
+                sys.stdout.write(("would " if args.check else "") + line + "\n")
+        elif args.command == "clear":
+            if not os.path.exists(args.file):
+                return 0
+            with open(args.file) as f:
+                doc = json.load(f)
+            for line in clear_document(doc, check=args.check, tree=tree):
                 sys.stdout.write(("would " if args.check else "") + line + "\n")
         elif args.command == "save" and args.output:
             sys.stdout.write(save_to_file(tree, args.output, check=args.check,

@@ -63,7 +63,10 @@ def test_target_persisted_for_reboot(te1):
     assert [s["nqn"] for s in save["subsystems"]] == [NQN]
     assert save["ports"][0]["addr"]["trtype"] == TRANSPORT
     assert te1.file("/etc/nvmet/config.json").mode == 0o600
-    assert te1.service("aiinfra-nvmet.service").is_enabled
+    unit = te1.service("aiinfra-nvmet.service")
+    assert unit.is_enabled
+    # Active now, so that its stop takes the target down cleanly at the next shutdown.
+    assert unit.is_running
     if TRANSPORT == "rdma":
         assert te1.service("aiinfra-soft-roce-rxe0.service").is_enabled
 

@@ -379,6 +379,40 @@ def test_restore_builds_from_nothing_in_order(root, backing):
     assert nvmet.restore_document(doc, tree=tree) == []
 
 
+def test_clear_removes_only_what_the_document_lists_ports_first(root, backing):
+    sub2 = SUB + ".other"
+    doc = {
+        "hosts": [{"nqn": HOST}],
+        "ports": [{"portid": 1, "addr": {"trtype": "tcp", "traddr": "10.99.0.1", "trsvcid": "4420",
+                                         "adrfam": "ipv4", "treq": "not specified", "tsas": "none"},
+                   "param": {}, "subsystems": [SUB], "referrals": [], "ana_groups": []}],
+        "subsystems": [{"nqn": SUB, "attr": {"allow_any_host": "0"}, "allowed_hosts": [HOST],
+                        "namespaces": [{"nsid": 1, "enable": 1, "device": {"path": backing[0]}}]}],
+    }
+    other = {"subsystems": [{"nqn": sub2, "attr": {"allow_any_host": "1"},
+                             "namespaces": [{"nsid": 1, "enable": 0, "device": {"path": backing[1]}}]}]}
+    tree = EmulatedTree(root)
+    nvmet.restore_document(doc, tree=tree)
+    nvmet.restore_document(other, tree=tree)
+    planned = nvmet.clear_document(doc, check=True, tree=tree)
+    assert planned[:2] == ["unlink ports/1/subsystems/" + SUB, "rmdir ports/1"]
+    assert planned[-1] == "rmdir hosts/" + HOST
+    assert planned.index("rmdir subsystems/" + SUB) < planned.index("rmdir hosts/" + HOST)
+    assert nvmet.clear_document(doc, tree=tree) == planned
+    state = tree.read()
+    assert list(state["subsystems"]) == [sub2]
+    assert state["ports"] == {} and state["hosts"] == {}
+    assert nvmet.clear_document(doc, tree=tree) == []
+
+
+def test_main_clear_without_file_or_nvmet_is_nothing_to_do(tmp_path, capsys):
+    assert nvmet.main(["--configfs-root", str(tmp_path), "clear", str(tmp_path / "missing.json")]) == 0
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"hosts": [{"nqn": HOST}]}))
+    assert nvmet.main(["--configfs-root", str(tmp_path), "clear", str(path)]) == 0
+    assert capsys.readouterr().out == ""
+
+
 def test_main_restore_cli(root, backing, tmp_path, capsys):
     doc = {"subsystems": [{"nqn": SUB, "attr": {"allow_any_host": "1"},
                            "namespaces": [{"nsid": 1, "enable": 0, "device": {"path": backing[0]}}]}]}
