@@ -168,5 +168,5 @@ def test_target_firewall_lets_the_transport_in(te1):
     port = "4791/udp" if TRANSPORT == "rdma" else "4420/tcp"
     assert any(line.split()[:2] == [port, "ALLOW"] for line in status.splitlines()), status
     record = json.loads(read(te1, "/var/lib/aiinfra-fabric/nvmeof_target.json"))
-    assert record[NQN]["firewall_rules_added"] == [
-        {"tool": "ufw", "port": port.split("/")[0], "proto": port.split("/")[1]}]
+    number, proto = port.split("/")
+    assert record[NQN]["firewall_rules_added"] == [{"tool": "ufw", "port": number, "proto": proto}]
