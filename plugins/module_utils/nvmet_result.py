@@ -11,26 +11,31 @@ from __future__ import annotations
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import NvmetError, apply_plan, simulate
 
 
-def apply_and_exit(module, tree, state, ops, section, key, export, result_key):
+def apply_and_exit(module, tree, state, ops, section, key, export, result_key, diff_view=None, extra=None):
     """Apply ``ops`` to ``tree`` unless in check mode, then exit the module.
 
     ``state`` is the tree as read before planning; ``section``/``key`` locate the object
-    (for example ``"ports"``, ``1``); ``export`` turns it into the module's return
-    schema, which is returned under ``result_key``. A kernel refusal part way fails the
-    module with what was applied before it.
+    (for example ``"ports"``, ``1``); ``export`` turns it (or None) into the module's
+    return schema, which is returned under ``result_key``. ``diff_view(obj, is_after)``
+    builds the --diff sides when they must differ from ``export`` (nvmet_host marks
+    keys changed/unchanged); ``extra`` adds return values. A kernel refusal part way
+    fails the module with what was applied before it.
     """
-    before = export(state[section].get(key))
+    raw_before = state[section].get(key)
     texts = [op.text() for op in ops]
     if ops and not module.check_mode:
         try:
             apply_plan(tree, ops)
         except NvmetError as exc:
             module.fail_json(msg=exc.msg, changed=bool(exc.applied), operations=exc.applied, planned=texts)
-        after = export(tree.read()[section].get(key))
+        raw_after = tree.read()[section].get(key)
     else:
-        after = export(simulate(state, ops)[section].get(key))
-    result = dict(changed=bool(ops), operations=texts)
-    result[result_key] = after
+        raw_after = simulate(state, ops)[section].get(key)
+    result = dict(extra or {}, changed=bool(ops), operations=texts)
+    result[result_key] = export(raw_after)
     if module._diff:
-        result["diff"] = dict(before=before or {}, after=after or {})
+        if diff_view is None:
+            result["diff"] = dict(before=export(raw_before) or {}, after=result[result_key] or {})
+        else:
+            result["diff"] = dict(before=diff_view(raw_before, False), after=diff_view(raw_after, True))
     module.exit_json(**result)

@@ -24,17 +24,10 @@ author:
   - aiinfra.fabric contributors (!UNKNOWN)
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
+  - aiinfra.fabric.attributes.declarative
 attributes:
-  check_mode:
-    description: Can run in check mode and predict the result (changed, operations, diff) without changing configfs.
-    support: full
   diff_mode:
-    description: Returns the object before and after the change (or the predicted change in check mode).
-    support: full
     details: Keys appear in the diff only as C(hidden, unchanged) or C(hidden, changed).
-  idempotent:
-    description: A second run with the same arguments reports no change and writes nothing.
-    support: full
 options:
   hostnqn:
     description: The host's NQN (its C(/etc/nvme/hostnqn)).
@@ -123,13 +116,12 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import (
     HOST_KEY_FIELDS,
     ConfigfsTree,
     NvmetError,
-    apply_plan,
     check_configfs,
     masked_host,
     normalize_host,
     plan_host,
-    simulate,
 )
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet_result import apply_and_exit
 
 
 def _diff_view(host, changed_keys):
@@ -167,23 +159,11 @@ def main():
     except NvmetError as exc:
         module.fail_json(msg=exc.msg, changed=False, operations=[])
 
-    nqn = spec["hostnqn"]
     changed_keys = [op.path.rsplit("/", 1)[1] for op in ops if op.secret]
-    before = state["hosts"].get(nqn)
-    texts = [op.text() for op in ops]
-    if ops and not module.check_mode:
-        try:
-            apply_plan(tree, ops)
-        except NvmetError as exc:
-            module.fail_json(msg=exc.msg, changed=bool(exc.applied), operations=exc.applied, planned=texts)
-        after = tree.read()["hosts"].get(nqn)
-    else:
-        after = simulate(state, ops)["hosts"].get(nqn)
-    result = dict(changed=bool(ops), host=masked_host(after) if after else None, changed_keys=changed_keys,
-                  operations=texts)
-    if module._diff:
-        result["diff"] = dict(before=_diff_view(before, []), after=_diff_view(after, changed_keys))
-    module.exit_json(**result)
+    apply_and_exit(module, tree, state, ops, "hosts", spec["hostnqn"],
+                   lambda host: masked_host(host) if host else None, "host",
+                   diff_view=lambda host, is_after: _diff_view(host, changed_keys if is_after else []),
+                   extra=dict(changed_keys=changed_keys))
 
 
 if __name__ == "__main__":
