@@ -1200,25 +1200,26 @@ def simulate(state, ops):
 # --------------------------------------------------------------------------- whole-document restore
 
 
+def _plan_steps(state, steps):
+    """Plan each step (state -> ops) against the state the steps before it leave."""
+    ops = []
+    for step in steps:
+        part = step(state)
+        ops.extend(part)
+        state = simulate(state, part)
+    return ops
+
+
 def plan_document(tree, state, doc, force=False, allow_reconfigure=False, check_paths=True):
     """Plan a whole nvmetcli save-file document: hosts, then subsystems, then ports."""
     specs = from_savefile(doc)
     conns = tree.connections(state)
-    ops = []
-    st = state
-    for raw in specs["hosts"]:
-        part = plan_host(st, normalize_host(raw), conns, force)
-        ops.extend(part)
-        st = simulate(st, part)
-    for raw in specs["subsystems"]:
-        part = plan_subsystem(st, normalize_subsystem(raw, check_paths), conns, force)
-        ops.extend(part)
-        st = simulate(st, part)
-    for raw in specs["ports"]:
-        part = plan_port(st, normalize_port(raw, tree.sysfs_root), conns, force, allow_reconfigure)
-        ops.extend(part)
-        st = simulate(st, part)
-    return ops
+    return _plan_steps(state, (
+        [lambda st, raw=raw: plan_host(st, normalize_host(raw), conns, force) for raw in specs["hosts"]]
+        + [lambda st, raw=raw: plan_subsystem(st, normalize_subsystem(raw, check_paths), conns, force)
+           for raw in specs["subsystems"]]
+        + [lambda st, raw=raw: plan_port(st, normalize_port(raw, tree.sysfs_root), conns, force, allow_reconfigure)
+           for raw in specs["ports"]]))
 
 
 def restore_document(doc, root="/sys/kernel/config", check=False, force=False, allow_reconfigure=False,
@@ -1250,21 +1251,14 @@ def clear_document(doc, root="/sys/kernel/config", check=False, tree=None):
         return []
     state = tree.read()
     conns = tree.connections(state)
-    ops = []
-    st = state
     specs = from_savefile(doc)
-    for raw in specs["ports"]:
-        part = plan_port(st, {"port_id": raw["port_id"], "state": "absent"}, conns, force=True)
-        ops.extend(part)
-        st = simulate(st, part)
-    for raw in specs["subsystems"]:
-        part = plan_subsystem(st, {"nqn": raw["nqn"], "state": "absent"}, conns, force=True)
-        ops.extend(part)
-        st = simulate(st, part)
-    for raw in specs["hosts"]:
-        part = plan_host(st, {"hostnqn": raw["hostnqn"], "state": "absent"}, conns, force=True)
-        ops.extend(part)
-        st = simulate(st, part)
+    ops = _plan_steps(state, (
+        [lambda st, pid=raw["port_id"]: plan_port(st, {"port_id": pid, "state": "absent"}, conns, force=True)
+         for raw in specs["ports"]]
+        + [lambda st, nqn=raw["nqn"]: plan_subsystem(st, {"nqn": nqn, "state": "absent"}, conns, force=True)
+           for raw in specs["subsystems"]]
+        + [lambda st, nqn=raw["hostnqn"]: plan_host(st, {"hostnqn": nqn, "state": "absent"}, conns, force=True)
+           for raw in specs["hosts"]]))
     if check:
         return [op.text() for op in ops]
     return apply_plan(tree, ops)
