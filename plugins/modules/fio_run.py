@@ -148,7 +148,7 @@ errors:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.fio import (
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.fio import (
     FioError,
     build_argv,
     parse_fio_json,

@@ -286,79 +286,24 @@ diff:
 """
 
 import os
-import tempfile
-import time
-import uuid
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme_cli import (
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.cli import (
     TLS_MIN_VERSION, NvmeCli, NvmeCliError,
 )
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme_host import (
-    AUTOCONNECT_DROPIN, ValidationError, config_has_port, config_with_port, config_without_port,
-    controller_drift, desired_from_params, dump_config, matching_controllers, parse_config,
-    plan_connection, public_controller, unit_needs_condition_fix,
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection import (
+    ValidationError, controller_drift, desired_from_params, matching_controllers, plan_connection,
+    public_controller,
 )
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme_sysfs import FabricsSysfs
-
-NVME_ETC = "/etc/nvme"
-CONFIG_JSON = os.path.join(NVME_ETC, "config.json")
-DROPIN_DIR = "/etc/systemd/system/nvmf-autoconnect.service.d"
-DROPIN = os.path.join(DROPIN_DIR, "50-aiinfra-fabric.conf")
-UNIT_PATHS = ("/lib/systemd/system/nvmf-autoconnect.service", "/usr/lib/systemd/system/nvmf-autoconnect.service")
-
-
-def read_text(path):
-    try:
-        with open(path, "r") as handle:
-            return handle.read()
-    except (IOError, OSError):
-        return None
-
-
-def write_atomic(module, path, text, mode):
-    directory = os.path.dirname(path)
-    if not os.path.isdir(directory):
-        os.makedirs(directory, 0o755)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".aiinfra-")
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        module.atomic_move(tmp, path)
-        os.chmod(path, mode)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-def host_identity(module, cli, params, state):
-    """(hostnqn, hostid, files to write). Never writes itself."""
-    hostnqn = params["hostnqn"]
-    hostid = params["hostid"]
-    writes = []
-    if not hostnqn:
-        hostnqn = (read_text(os.path.join(NVME_ETC, "hostnqn")) or "").strip() or None
-    if not hostid:
-        hostid = (read_text(os.path.join(NVME_ETC, "hostid")) or "").strip() or None
-    if hostnqn or state == "disconnected":
-        return hostnqn, hostid, writes
-    if not params["generate_host_identity"]:
-        module.fail_json(msg="no host NQN: /etc/nvme/hostnqn is missing or empty and hostnqn is not set; "
-                             "set hostnqn, or generate_host_identity=true to create it with nvme gen-hostnqn")
-    if module.check_mode:
-        return "nqn.2014-08.org.nvmexpress:uuid:(generated)", hostid, [("hostnqn", None)]
-    hostnqn = cli.gen_hostnqn()
-    writes.append(("hostnqn", hostnqn))
-    if not hostid:
-        tail = hostnqn.rsplit(":", 1)[-1]
-        try:
-            hostid = str(uuid.UUID(tail))
-        except ValueError:
-            hostid = str(uuid.uuid4())
-        writes.append(("hostid", hostid))
-    return hostnqn, hostid, writes
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.host import (
+    host_identity, read_text, wait_for_connection, wait_gone, write_atomic,
+)
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.persist import (
+    AUTOCONNECT_DROPIN, CONFIG_JSON, DROPIN, NVME_ETC, UNIT_PATHS, config_has_port, config_with_port,
+    config_without_port, dump_config, parse_config, unit_needs_condition_fix,
+)
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.sysfs import FabricsSysfs
 
 
 def main():
@@ -412,7 +357,10 @@ def main():
         module.fail_json(msg="/dev/nvme-fabrics does not exist: the nvme-fabrics kernel module is not loaded "
                              "(modprobe nvme-fabrics, and nvme-%s for transport=%s)" % (desired["transport"], desired["transport"]))
 
-    hostnqn, hostid, identity_writes = host_identity(module, cli, params, state)
+    try:
+        hostnqn, hostid, identity_writes = host_identity(params, state, module.check_mode, cli.gen_hostnqn)
+    except ValidationError as exc:
+        module.fail_json(msg=str(exc))
     desired["hostnqn"] = hostnqn
     desired["hostid"] = hostid
 
@@ -546,46 +494,6 @@ def main():
     for warning in warnings:
         module.warn(warning)
     module.exit_json(**result)
-
-
-def wait_gone(sysfs, desired, timeout):
-    """After a disconnect the kernel deletes the controller asynchronously ("deleting"):
-    connecting again before it is gone would be refused as a duplicate."""
-    deadline = time.time() + max(timeout, 5)
-    while time.time() < deadline:
-        if not any(c.get("transport") == desired["transport"] and c.get("subsysnqn") == desired["nqn"]
-                   and c.get("state") == "deleting" for c in sysfs.controllers()):
-            return
-        time.sleep(0.2)
-
-
-def wait_for_connection(sysfs, desired, timeout):
-    """Poll sysfs until the controller is live and its namespaces have block devices
-    whose /dev nodes exist, and the set stopped growing. Returns (controllers, devices,
-    warning or None)."""
-    deadline = time.time() + timeout
-    last = None
-    while True:
-        controllers = matching_controllers(sysfs.controllers(), desired)
-        devices = sysfs.devices_of(controllers)
-        live = controllers and all(c.get("state") == "live" for c in controllers)
-        ready = [d for d in devices if os.path.exists(d["path"])]
-        names = [d["name"] for d in ready]
-        if live and ready and len(ready) == len(devices) and names == last:
-            return controllers, ready, None
-        last = names if live and ready else None
-        if time.time() >= deadline:
-            break
-        time.sleep(0.5)
-    if not controllers:
-        return controllers, devices, "nvme connect succeeded but no matching controller appeared in sysfs within %ds" % timeout
-    if not live:
-        return controllers, devices, ("controller %s is not live after %ds (state: %s)"
-                                      % (", ".join(c["name"] for c in controllers), timeout,
-                                         ", ".join(str(c.get("state")) for c in controllers)))
-    return controllers, [d for d in devices if os.path.exists(d["path"])], (
-        "controller %s is live but no namespace block device appeared within %ds"
-        % (", ".join(c["name"] for c in controllers), timeout))
 
 
 if __name__ == "__main__":

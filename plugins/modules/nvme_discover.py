@@ -121,11 +121,11 @@ import ipaddress
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme_cli import NvmeCli, NvmeCliError
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme_host import (
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.cli import NvmeCli, NvmeCliError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection import (
     ValidationError, validate_nqn, validate_port, validate_secret,
 )
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme_sysfs import FabricsSysfs
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.sysfs import FabricsSysfs
 
 
 def validated(params):

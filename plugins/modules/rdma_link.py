@@ -120,7 +120,7 @@ diff:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.rdma_link import (
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.rdma_link import (
     RdmaLinkError,
     RdmaLinkRunner,
     find_link,

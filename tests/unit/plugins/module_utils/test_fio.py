@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.fio import (
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.fio import (
     FioError,
     build_argv,
     parse_fio_json,

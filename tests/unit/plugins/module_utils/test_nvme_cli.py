@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme_cli import (
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.cli import (
     NVME_ENV, KernelLog, NvmeCli, NvmeCliError, build_connect_argv, build_disconnect_argv, build_discover_argv,
     classify_failure, parse_discovery_json, parse_version, redact_argv,
 )

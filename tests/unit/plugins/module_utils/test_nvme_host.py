@@ -2,10 +2,12 @@
 
 import pytest
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme_host import (
-    ValidationError, config_has_port, config_with_port, config_without_port, controller_drift,
-    desired_from_params, expected_ctrl_loss_tmo, matching_controllers, parse_config, plan_connection,
-    unit_needs_condition_fix,
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection import (
+    ValidationError, controller_drift, desired_from_params, expected_ctrl_loss_tmo, matching_controllers,
+    plan_connection,
+)
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.persist import (
+    config_has_port, config_with_port, config_without_port, parse_config, unit_needs_condition_fix,
 )
 
 NQN = "nqn.2024-01.io.aiinfra.test:plain"

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme_sysfs import FabricsSysfs, parse_address
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.sysfs import FabricsSysfs, parse_address
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "nvme_cli")
 

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.rdma_link import (
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.rdma_link import (
     RdmaLinkError,
     RdmaLinkRunner,
     op_argv,

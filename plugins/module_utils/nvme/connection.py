@@ -1,22 +1,20 @@
 # -*- coding: utf-8 -*-
 # Copyright: aiinfra.fabric contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""NVMe-oF host (initiator) model: validated desired connection, matching against
-sysfs controllers, drift, the plan, and nvme-cli's persistent configuration.
+"""NVMe-oF host (initiator) connection model: the validated desired connection,
+matching against sysfs controllers, drift, and the plan.
 
-Everything here is pure (plain dicts in, plain dicts out) except the small file
-helpers at the end, so the decisions are unit-tested without a kernel.
+Everything here is pure (plain dicts in, plain dicts out), so the decisions are
+unit-tested without a kernel.
 """
 
 from __future__ import annotations
 
-import copy
 import ipaddress
-import json
 import re
 import uuid
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme_sysfs import DISCOVERY_NQN
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.sysfs import DISCOVERY_NQN
 
 TRANSPORTS = ("tcp", "rdma", "fc", "loop")
 # NVMe base spec 4.5: "nqn.yyyy-mm.<reverse domain>[:<string>]", at most 223 bytes;
@@ -275,131 +273,6 @@ def plan_connection(controllers, drifts, desired, state, reconnect, force, usage
                     "unmount first or set force=true" % (", ".join(drifted), ", ".join(sorted(set(
                         k for n in drifted for k in drifts[n]))), "; ".join(usage)))
     return [("disconnect", n) for n in names] + [("connect", None)], None
-
-
-# ---------------------------------------------------------------------------
-# nvme-cli's persistent configuration, /etc/nvme/config.json (libnvme JSON).
-# nvmf-autoconnect.service runs `nvme connect-all` at boot; for each port listed
-# here nvme-cli 2.x connects to that address's discovery controller and connects
-# the subsystems it offers, applying the port's settings and DH-HMAC-CHAP keys.
-
-CONFIG_PORT_TUNABLES = ("ctrl_loss_tmo", "reconnect_delay", "keep_alive_tmo", "nr_io_queues", "queue_size")
-
-
-def config_port(desired):
-    port = {"transport": desired["transport"]}
-    for key in ("traddr", "trsvcid", "host_traddr", "host_iface"):
-        if desired.get(key):
-            port[key] = desired[key]
-    for key in CONFIG_PORT_TUNABLES:
-        if desired.get(key) is not None:
-            port[key] = desired[key]
-    # libnvme's key names: dhchap_key is the host's secret, dhchap_ctrl_key the controller's.
-    if desired.get("dhchap_secret"):
-        port["dhchap_key"] = desired["dhchap_secret"]
-    if desired.get("dhchap_ctrl_secret"):
-        port["dhchap_ctrl_key"] = desired["dhchap_ctrl_secret"]
-    return port
-
-
-def _same_port(port, desired):
-    transport = desired["transport"]
-    return (port.get("transport") == transport
-            and normalize_traddr(transport, port.get("traddr")) == desired.get("traddr")
-            and (port.get("trsvcid") or None) == desired.get("trsvcid")
-            and normalize_traddr(transport, port.get("host_traddr")) == desired.get("host_traddr")
-            and (port.get("host_iface") or None) == desired.get("host_iface"))
-
-
-def config_has_port(config, desired, hostnqn):
-    for host in config or []:
-        if host.get("hostnqn") != hostnqn:
-            continue
-        for subsys in host.get("subsystems") or []:
-            if subsys.get("nqn") == desired["nqn"] and any(_same_port(p, desired) for p in subsys.get("ports") or []):
-                return True
-    return False
-
-
-def config_with_port(config, desired, hostnqn, hostid):
-    """A copy of the config with exactly this connection's port entry (added or updated)."""
-    config = copy.deepcopy(config or [])
-    host = next((h for h in config if h.get("hostnqn") == hostnqn), None)
-    if host is None:
-        host = {"hostnqn": hostnqn}
-        if hostid:
-            host["hostid"] = hostid
-        config.append(host)
-    subsystems = host.setdefault("subsystems", [])
-    subsys = next((s for s in subsystems if s.get("nqn") == desired["nqn"]), None)
-    if subsys is None:
-        subsys = {"nqn": desired["nqn"], "ports": []}
-        subsystems.append(subsys)
-    ports = subsys.setdefault("ports", [])
-    wanted = config_port(desired)
-    for index, port in enumerate(ports):
-        if _same_port(port, desired):
-            ports[index] = wanted
-            break
-    else:
-        ports.append(wanted)
-    return config
-
-
-def config_without_port(config, desired, hostnqn=None):
-    """A copy of the config without this connection's port entry; empty subsystems and
-    hosts that only carried them are dropped."""
-    result = []
-    for host in copy.deepcopy(config or []):
-        if hostnqn is None or host.get("hostnqn") == hostnqn:
-            subsystems = []
-            for subsys in host.get("subsystems") or []:
-                if subsys.get("nqn") == desired["nqn"]:
-                    subsys["ports"] = [p for p in subsys.get("ports") or [] if not _same_port(p, desired)]
-                    if not subsys["ports"]:
-                        continue
-                subsystems.append(subsys)
-            host["subsystems"] = subsystems
-            if not subsystems and set(host) <= {"hostnqn", "hostid", "subsystems"}:
-                continue
-        result.append(host)
-    return result
-
-
-def parse_config(text, path):
-    if not text or not text.strip():
-        return []
-    try:
-        config = json.loads(text)
-    except ValueError as exc:
-        raise ValidationError("%s is not valid JSON (%s); fix or remove it before using persistent" % (path, exc))
-    if not isinstance(config, list):
-        raise ValidationError("%s must hold a JSON list of hosts (libnvme's format); it holds a %s"
-                              % (path, type(config).__name__))
-    return config
-
-
-def dump_config(config):
-    return json.dumps(config, indent=2, sort_keys=False) + "\n"
-
-
-# nvme-cli 2.3 (Debian bookworm) ships nvmf-autoconnect.service with negated
-# conditions (|!config.json, |!discovery.conf): it is skipped when both files exist,
-# and bookworm's package installs discovery.conf. nvme-cli 2.5 changed them to
-# "run when either exists"; this drop-in applies that fix on hosts that need it.
-AUTOCONNECT_DROPIN = (
-    "# Managed by aiinfra.fabric.nvme_connect (persistent=true).\n"
-    "# nvme-cli 2.3 skips autoconnect when both config.json and discovery.conf exist;\n"
-    "# run it when either exists, as nvme-cli 2.5 and later do.\n"
-    "[Unit]\n"
-    "ConditionPathExists=\n"
-    "ConditionPathExists=|/etc/nvme/config.json\n"
-    "ConditionPathExists=|/etc/nvme/discovery.conf\n"
-)
-
-
-def unit_needs_condition_fix(unit_text):
-    return bool(unit_text) and "ConditionPathExists=|!" in unit_text
 
 
 def public_controller(ctrl):

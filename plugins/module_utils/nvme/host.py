@@ -1,0 +1,113 @@
+# -*- coding: utf-8 -*-
+# Copyright: aiinfra.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What nvme_connect does on the initiator besides running nvme-cli: the host's NVMe
+identity (/etc/nvme/hostnqn, hostid), small file helpers, and the waits on sysfs
+around a disconnect and a connect."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+import uuid
+
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection import (
+    ValidationError, matching_controllers,
+)
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.persist import NVME_ETC
+
+PLANNED_HOSTNQN = "nqn.2014-08.org.nvmexpress:uuid:(generated)"
+
+
+def read_text(path):
+    try:
+        with open(path, "r") as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def write_atomic(module, path, text, mode):
+    directory = os.path.dirname(path)
+    if not os.path.isdir(directory):
+        os.makedirs(directory, 0o755)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".aiinfra-")
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        module.atomic_move(tmp, path)
+        os.chmod(path, mode)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def host_identity(params, state, check_mode, gen_hostnqn, etc=NVME_ETC):
+    """(hostnqn, hostid, files to write). Never writes itself; gen_hostnqn() is called
+    only when a host NQN must be generated outside check mode."""
+    hostnqn = params["hostnqn"]
+    hostid = params["hostid"]
+    writes = []
+    if not hostnqn:
+        hostnqn = (read_text(os.path.join(etc, "hostnqn")) or "").strip() or None
+    if not hostid:
+        hostid = (read_text(os.path.join(etc, "hostid")) or "").strip() or None
+    if hostnqn or state == "disconnected":
+        return hostnqn, hostid, writes
+    if not params["generate_host_identity"]:
+        raise ValidationError("no host NQN: %s/hostnqn is missing or empty and hostnqn is not set; "
+                              "set hostnqn, or generate_host_identity=true to create it with nvme gen-hostnqn" % etc)
+    if check_mode:
+        return PLANNED_HOSTNQN, hostid, [("hostnqn", None)]
+    hostnqn = gen_hostnqn()
+    writes.append(("hostnqn", hostnqn))
+    if not hostid:
+        tail = hostnqn.rsplit(":", 1)[-1]
+        try:
+            hostid = str(uuid.UUID(tail))
+        except ValueError:
+            hostid = str(uuid.uuid4())
+        writes.append(("hostid", hostid))
+    return hostnqn, hostid, writes
+
+
+def wait_gone(sysfs, desired, timeout):
+    """After a disconnect the kernel deletes the controller asynchronously ("deleting"):
+    connecting again before it is gone would be refused as a duplicate."""
+    deadline = time.time() + max(timeout, 5)
+    while time.time() < deadline:
+        if not any(c.get("transport") == desired["transport"] and c.get("subsysnqn") == desired["nqn"]
+                   and c.get("state") == "deleting" for c in sysfs.controllers()):
+            return
+        time.sleep(0.2)
+
+
+def wait_for_connection(sysfs, desired, timeout):
+    """Poll sysfs until the controller is live and its namespaces have block devices
+    whose /dev nodes exist, and the set stopped growing. Returns (controllers, devices,
+    warning or None)."""
+    deadline = time.time() + timeout
+    last = None
+    while True:
+        controllers = matching_controllers(sysfs.controllers(), desired)
+        devices = sysfs.devices_of(controllers)
+        live = controllers and all(c.get("state") == "live" for c in controllers)
+        ready = [d for d in devices if os.path.exists(d["path"])]
+        names = [d["name"] for d in ready]
+        if live and ready and len(ready) == len(devices) and names == last:
+            return controllers, ready, None
+        last = names if live and ready else None
+        if time.time() >= deadline:
+            break
+        time.sleep(0.5)
+    if not controllers:
+        return controllers, devices, "nvme connect succeeded but no matching controller appeared in sysfs within %ds" % timeout
+    if not live:
+        return controllers, devices, ("controller %s is not live after %ds (state: %s)"
+                                      % (", ".join(c["name"] for c in controllers), timeout,
+                                         ", ".join(str(c.get("state")) for c in controllers)))
+    return controllers, [d for d in devices if os.path.exists(d["path"])], (
+        "controller %s is live but no namespace block device appeared within %ds"
+        % (", ".join(c["name"] for c in controllers), timeout))
