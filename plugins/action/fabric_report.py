@@ -4,7 +4,7 @@
 """Action plugin for aiinfra.fabric.fabric_report: runs on the controller only.
 
 Collects the benchmark result facts of the play's hosts from hostvars, judges them
-(report_checks) and writes the results folder (report_render). See the module
+(module_utils.report.checks) and writes the results folder (module_utils.report.render). See the module
 documentation in plugins/modules/fabric_report.py.
 """
 
@@ -22,11 +22,12 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report_checks import FAIL, evaluate, load_baseline, \
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.checks import FAIL, evaluate, load_baseline, \
     normalize_references
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report_model import BENCHMARKS, RESULT_FACTS, SCHEMA, \
-    SCHEMA_VERSION, ReportError, collect, derive_metrics
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report_render import render_files
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.collect import collect
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.model import BENCHMARKS, RESULT_FACTS, SCHEMA, \
+    SCHEMA_VERSION, ReportError, derive_metrics
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.render import render_files
 
 try:
     import yaml

@@ -18,7 +18,7 @@ TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", 
 sys.path.insert(0, os.path.join(TOP, "tests", "fixtures", "report"))
 
 import build_facts  # noqa: E402
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report_checks import _fmt  # noqa: E402
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.checks import _fmt  # noqa: E402
 
 LOAD_FACTS = """---
 - name: Set the captured result facts, as the benchmark roles would

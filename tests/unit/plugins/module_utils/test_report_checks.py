@@ -8,8 +8,8 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "report"))
 
 import build_facts  # noqa: E402
-from ansible_collections.aiinfra.fabric.plugins.module_utils import report_checks as C  # noqa: E402
-from ansible_collections.aiinfra.fabric.plugins.module_utils import report_model as M  # noqa: E402
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report import checks as C  # noqa: E402
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report import collect as K, model as M  # noqa: E402
 
 
 def metric(host="h1", bench="nccl", name="busbw_peak", value=100.0, unit="GB/s", better=M.HIGHER, **labels):
@@ -153,7 +153,7 @@ def test_outliers_need_peers_of_the_same_kind():
 
 
 def test_evaluate_real_run_and_failure_lines():
-    benchmarks, hosts = M.collect(build_facts.lab_like_facts())
+    benchmarks, hosts = K.collect(build_facts.lab_like_facts())
     metrics = M.derive_metrics(benchmarks, hosts)
     refs = C.normalize_references([{"metric": "fio.iops", "match": {"job": "seqread"}, "target": 10000,
                                     "lower": -0.1, "unit": "IOPS"}])

@@ -14,15 +14,15 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "report"))
 
 import build_facts  # noqa: E402
-from ansible_collections.aiinfra.fabric.plugins.module_utils import report_checks as C  # noqa: E402
-from ansible_collections.aiinfra.fabric.plugins.module_utils import report_model as M  # noqa: E402
-from ansible_collections.aiinfra.fabric.plugins.module_utils import report_render as R  # noqa: E402
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report import checks as C  # noqa: E402
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report import collect as K, model as M  # noqa: E402
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report import render as R  # noqa: E402
 
 pytest.importorskip("matplotlib")
 
 
 def document(facts=None, refs=None):
-    benchmarks, hosts = M.collect(build_facts.lab_like_facts() if facts is None else facts)
+    benchmarks, hosts = K.collect(build_facts.lab_like_facts() if facts is None else facts)
     metrics = M.derive_metrics(benchmarks, hosts)
     checks, summary = C.evaluate(metrics, refs=C.normalize_references(refs or []),
                                  outlier_opts={"threshold": 0.3, "min_peers": 2})

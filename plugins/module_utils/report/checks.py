@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Judging a run: built-in correctness checks, references, baselines and outliers.
 
-Every judgement is a *check* on one metric (see report_model.derive_metrics)::
+Every judgement is a *check* on one metric (see report.model.derive_metrics)::
 
     {"id", "host", "key", "metric", "value", "unit", "source", "status", "gated",
      "target", "lower_bound", "upper_bound", "bound", "message"}
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import fnmatch
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report_model import (
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.model import (
     EXACT, HIGHER, LOWER, SCHEMA, ReportError)
 
 PASS = "pass"
