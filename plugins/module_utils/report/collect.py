@@ -12,6 +12,8 @@ says it failed becomes a failed *run* record, which the checks turn into a failu
 
 from __future__ import annotations
 
+import json
+
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.model import (
     BENCHMARKS, FIO_PERCENTILES, RESULT_FACTS, ReportError, _first, _host_names, _int, _num)
 
@@ -37,6 +39,35 @@ def _runs(fact, list_keys=("runs", "jobs", "results", "tests")):
                 return out
         return [fact]
     return []
+
+
+def _text(value):
+    if isinstance(value, (list, tuple)):
+        return "; ".join(str(v).strip() for v in value if v not in (None, ""))
+    return "" if value is None else str(value).strip()
+
+
+def verdict(result):
+    """``(passed, reason)`` from a result's own verdict: ``failed``, ``passed``, ``msg``, ``rc``.
+
+    A result that says it failed (``failed: true``, ``passed: false``), or carries an error
+    message without saying it passed, or a non-zero ``rc``, or ``failed_checks``, did not pass.
+    """
+    if not isinstance(result, dict):
+        return None, ""
+    reason = _text(_first(result, "failure", "failures", "failed_checks")) or _text(result.get("msg"))
+    if result.get("failed") is True:
+        return False, reason or "the result says failed"
+    if result.get("passed") is False:
+        return False, reason or "the result says passed: false"
+    if _text(result.get("failed_checks")):
+        return False, _text(result.get("failed_checks"))
+    rc = _int(result.get("rc"))
+    if rc not in (None, 0):
+        return False, reason or "exit status %d" % rc
+    if _text(result.get("msg")) and result.get("passed") is not True:
+        return False, _text(result.get("msg"))
+    return True, ""
 
 
 # --------------------------------------------------------------------------- NCCL
@@ -72,10 +103,41 @@ def _nccl_version(version):
     return version
 
 
-def adapt_nccl(host, fact):
-    """``nccl_tests_result`` -> NCCL run records (one per test run)."""
+def _nccl_runs(fact):
+    """``(scope, run)`` pairs: the role's ``single_node``/``multi_node`` lists, else any run list.
+
+    ``scope`` is None when the fact does not say which list a run came from.
+    """
+    if isinstance(fact, dict) and ("single_node" in fact or "multi_node" in fact):
+        out = []
+        for scope, key in (("single", "single_node"), ("multi", "multi_node")):
+            runs = fact.get(key) or []
+            if not isinstance(runs, list):
+                raise ReportError("nccl_tests_result.%s must be a list of runs, got %s" % (key, type(runs).__name__))
+            out += [(scope, r) for r in runs if isinstance(r, dict)]
+        return out
+    return [(None, r) for r in _runs(fact)]
+
+
+def _nccl_sizes(run):
+    """``8-128M`` from the run's minbytes/maxbytes (the size matrix runs a test once per range)."""
+    lo, hi = run.get("minbytes"), run.get("maxbytes")
+    return "%s-%s" % (lo, hi) if lo is not None and hi is not None else None
+
+
+def adapt_nccl(host, fact, seen=None):
+    """``nccl_tests_result`` -> NCCL run records (one per test run).
+
+    ``seen`` (a set shared across hosts) drops multi-node runs already taken from another
+    host: the role runs the group's matrix once and registers it on every host.
+    """
     records = []
-    for idx, run in enumerate(_runs(fact)):
+    for idx, (scope, run) in enumerate(_nccl_runs(fact)):
+        if scope == "multi" and seen is not None:
+            fingerprint = json.dumps(run, sort_keys=True, default=str)
+            if fingerprint in seen:
+                continue
+            seen.add(fingerprint)
         rows = run.get("rows") if isinstance(run.get("rows"), list) else []
         rows = [_nccl_row(r) for r in rows if isinstance(r, dict)]
         rows = [r for r in rows if r["size"] is not None]
@@ -119,7 +181,8 @@ def adapt_nccl(host, fact):
             "run": str(_first(run, "label", "id", default="%s#%d" % (test, idx))),
             "test": test,
             "hosts": run_hosts or [host],
-            "scope": "multi" if len(run_hosts) > 1 else "single",
+            "scope": scope or ("multi" if len(run_hosts) > 1 else "single"),
+            "sizes": _nccl_sizes(run),
             "nranks": _int(_first(run, "nranks", "np"), len(devices) or None),
             "version": _nccl_version(_first(run, "version", "nccl_version")),
             "devices": devices,
@@ -135,6 +198,7 @@ def adapt_nccl(host, fact):
             "failed": bool(run.get("failed")),
             "msg": run.get("msg"),
         })
+        records[-1]["passed"], records[-1]["failure"] = verdict(run)
     return records
 
 
@@ -232,6 +296,7 @@ def adapt_mpi(host, fact):
             "check_passed": _mpi_check(run), "rc": rc, "duration": _num(run.get("duration")),
             "failed": bool(run.get("failed")) or (rc is not None and rc != 0), "msg": run.get("msg"),
         }
+        base["passed"], base["failure"] = verdict(run)
         tables = _mpi_tables(run) or [{}]
         for table in tables:
             rec = dict(base)
@@ -334,6 +399,8 @@ def adapt_nvmeof(host, role, fact):
         "io_sha256": _first(io, "sha256", "checksum", "sha256_read"),
         "fio_version": (fact.get("fio") or {}).get("fio_version") if isinstance(fact.get("fio"), dict) else None,
         "failed": bool(fact.get("failed")),
+        "passed": verdict(fact)[0],
+        "failure": verdict(fact)[1],
     }
 
 
@@ -347,6 +414,14 @@ def _published_by_other(host, name, fact, host_facts):
     return (host_facts[launcher] or {}).get(name) == fact
 
 
+def _fact_verdict(bench, host, benchmark, name, fact, records):
+    """A fact that says it failed, when none of its runs' records carries that failure."""
+    passed, reason = verdict(fact if isinstance(fact, dict) else {})
+    if passed is not False or any(r.get("passed") is False for r in records):
+        return
+    bench["verdicts"].append({"host": host, "benchmark": benchmark, "fact": name, "passed": False, "failure": reason})
+
+
 def collect(host_facts, host_info=None):
     """Turn ``{host: {fact_name: value}}`` into the benchmarks part of the document.
 
@@ -358,7 +433,9 @@ def collect(host_facts, host_info=None):
         raise ReportError("host facts must be a mapping of host name to facts, got %s" % type(host_facts).__name__)
     host_info = host_info or {}
     bench = dict((b, []) for b in BENCHMARKS)
+    bench["verdicts"] = []
     hosts = {}
+    seen_multi = set()
     for host in sorted(host_facts):
         facts = host_facts[host] or {}
         if not isinstance(facts, dict):
@@ -371,9 +448,13 @@ def collect(host_facts, host_info=None):
             bench["fio"].extend(adapt_fio(host, facts["nvmeof_initiator_result"]))
         mpi = facts.get("mpi_bench_result")
         if mpi is not None and not _published_by_other(host, "mpi_bench_result", mpi, host_facts):
-            bench["mpi"].extend(adapt_mpi(host, mpi))
+            records = adapt_mpi(host, mpi)
+            bench["mpi"].extend(records)
+            _fact_verdict(bench, host, "mpi", "mpi_bench_result", mpi, records)
         if facts.get("nccl_tests_result") is not None:
-            bench["nccl"].extend(adapt_nccl(host, facts["nccl_tests_result"]))
+            records = adapt_nccl(host, facts["nccl_tests_result"], seen_multi)
+            bench["nccl"].extend(records)
+            _fact_verdict(bench, host, "nccl", "nccl_tests_result", facts["nccl_tests_result"], records)
         present = [f for f in RESULT_FACTS if facts.get(f) is not None]
         if not present:
             continue

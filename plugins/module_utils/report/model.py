@@ -28,6 +28,9 @@ SCHEMA_VERSION = 1
 # The facts fabric_report collects, in the order the report lists them.
 RESULT_FACTS = ("nvmeof_target_result", "nvmeof_initiator_result", "mpi_bench_result", "nccl_tests_result")
 BENCHMARKS = ("nvmeof", "fio", "mpi", "nccl")
+# The record lists of the document's "benchmarks": the benchmarks, and "verdicts" (a result
+# fact that says it failed without a run record that carries the failure).
+RECORD_LISTS = BENCHMARKS + ("verdicts",)
 
 HIGHER = "higher"
 LOWER = "lower"
@@ -94,7 +97,7 @@ def _host_names(hosts):
 
 # --------------------------------------------------------------------------- metrics
 
-def _metric(host, benchmark, name, value, unit, better, labels, info):
+def _metric(host, benchmark, name, value, unit, better, labels, info, note=None):
     labels = dict((k, v) for k, v in labels.items() if v is not None)
     key = "%s.%s" % (benchmark, name)
     if labels:
@@ -102,20 +105,38 @@ def _metric(host, benchmark, name, value, unit, better, labels, info):
     return {"id": "%s/%s" % (host, key), "key": key, "host": host, "benchmark": benchmark,
             "metric": name, "value": value, "unit": unit, "better": better, "labels": labels,
             "host_class": info.get("host_class"), "gpu_model": info.get("gpu_model"),
-            "transport": labels.get("transport") or info.get("transport")}
+            "transport": labels.get("transport") or info.get("transport"), "note": note or None}
+
+
+def _unique_ids(metrics):
+    """Give a repeated id (the same run twice with the same labels) a ``seq`` label: 2, 3, ..."""
+    count = {}
+    for m in metrics:
+        n = count[m["id"]] = count.get(m["id"], 0) + 1
+        if n > 1:
+            m["labels"]["seq"] = n
+            key = "%s.%s[%s]" % (m["benchmark"], m["metric"],
+                                 ",".join("%s=%s" % (k, m["labels"][k]) for k in sorted(m["labels"])))
+            m["key"], m["id"] = key, "%s/%s" % (m["host"], key)
+    return metrics
+
+
+def _run_passed(add, host, benchmark, record, labels):
+    if record.get("passed") is not None:
+        add(host, benchmark, "run_passed", bool(record["passed"]), "bool", EXACT, labels, record.get("failure"))
 
 
 def derive_metrics(benchmarks, hosts):
     """The flat scalar metrics of a run, sorted by id."""
     metrics = []
 
-    def add(host, *args):
-        m = _metric(host, *(args + ((hosts.get(host) or {}),)))
+    def add(host, benchmark, name, value, unit, better, labels, note=None):
+        m = _metric(host, benchmark, name, value, unit, better, labels, hosts.get(host) or {}, note)
         if m["value"] is not None:
             metrics.append(m)
 
     for r in benchmarks.get("nccl", []):
-        labels = {"test": r["test"], "scope": r["scope"], "nranks": r["nranks"]}
+        labels = {"test": r["test"], "scope": r["scope"], "nranks": r["nranks"], "sizes": r.get("sizes")}
         if r["scope"] == "multi":
             labels["hosts"] = "+".join(r["hosts"])
         info = dict(hosts.get(r["host"]) or {})
@@ -127,6 +148,10 @@ def derive_metrics(benchmarks, hosts):
                 metrics.append(_metric(r["host"], "nccl", name, value, "GB/s", HIGHER, labels, info))
         if r["wrong_total"] is not None:
             metrics.append(_metric(r["host"], "nccl", "wrong", r["wrong_total"], "count", EXACT, labels, info))
+        if r.get("passed") is not None:
+            metrics.append(_metric(r["host"], "nccl", "run_passed", bool(r["passed"]), "bool", EXACT, labels, info,
+                                   r.get("failure")))
+    jobs_seen = set()
     for r in benchmarks.get("mpi", []):
         labels = {"program": r["program"], "test": r["test"], "np": r["np"], "scope": r["scope"]}
         if r["scope"] == "multi":
@@ -145,6 +170,9 @@ def derive_metrics(benchmarks, hosts):
             add(r["host"], "mpi", "bandwidth_peak", best["bandwidth_mbps"], "MB/s", HIGHER, labels)
         if r["check_passed"] is not None:
             add(r["host"], "mpi", "check_passed", bool(r["check_passed"]), "bool", EXACT, labels)
+        if (r["host"], r["run"]) not in jobs_seen:  # one verdict per job, not per result table
+            jobs_seen.add((r["host"], r["run"]))
+            _run_passed(add, r["host"], "mpi", r, {"job": r["run"], "np": r["np"], "scope": r["scope"]})
     for r in benchmarks.get("fio", []):
         labels = {"job": r["job"], "direction": r["direction"], "transport": r["transport"]}
         if r["iops"] is not None:
@@ -156,8 +184,13 @@ def derive_metrics(benchmarks, hosts):
                 add(r["host"], "fio", "lat_%s" % p, r["lat_us"][p], "us", LOWER, labels)
         add(r["host"], "fio", "error", r["error"], "errno", EXACT, labels)
     for r in benchmarks.get("nvmeof", []):
+        labels = {"role": r["role"], "transport": r["transport"]}
         if r["io_check"] is not None:
-            add(r["host"], "nvmeof", "io_check", r["io_check"], "bool", EXACT,
-                {"role": r["role"], "transport": r["transport"]})
+            add(r["host"], "nvmeof", "io_check", r["io_check"], "bool", EXACT, labels)
+        _run_passed(add, r["host"], "nvmeof", r, labels)
+    for v in benchmarks.get("verdicts", []):
+        add(v["host"], v["benchmark"], "run_passed", bool(v["passed"]), "bool", EXACT, {"fact": v["fact"]},
+            v.get("failure"))
+    _unique_ids(metrics)
     metrics.sort(key=lambda m: m["id"])
     return metrics

@@ -32,16 +32,34 @@ CHECK_COLUMNS = ["host", "key", "value", "unit", "source", "status", "gated", "t
 STATUS_COLOURS = {"pass": "#1a7f37", "warn": "#9a6700", "fail": "#cf222e"}
 
 
+# A spreadsheet runs a cell starting with one of these as a formula (CSV injection).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _is_number(text):
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _cell(value):
+    """A CSV cell: numbers as they are, text that a spreadsheet would evaluate quoted with ``'``."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return value
     if isinstance(value, (list, tuple)):
-        return " ".join(str(v) for v in value)
-    if isinstance(value, dict):
-        return ",".join("%s=%s" % (k, value[k]) for k in sorted(value))
-    return value
+        value = " ".join(str(v) for v in value)
+    elif isinstance(value, dict):
+        value = ",".join("%s=%s" % (k, value[k]) for k in sorted(value))
+    text = str(value)
+    if text.startswith(_FORMULA_START) and not _is_number(text):
+        return "'" + text
+    return text
 
 
 def _csv(columns, rows):

@@ -100,8 +100,9 @@ def test_mpi_seed_sums_become_a_check(received, passed):
                                          fromlist=["x"]).parse_seed(SEED_OUTPUT % received)}
     (rec,) = K.adapt_mpi("te1", [run])
     assert rec["check_passed"] is passed and rec["hosts"] == ["te1", "te2"] and rec["kind"] == "check"
-    (metric,) = M.derive_metrics({"mpi": [rec]}, {})
+    metric, ran = M.derive_metrics({"mpi": [rec]}, {})
     assert metric["metric"] == "check_passed" and metric["value"] is passed
+    assert ran["metric"] == "run_passed" and ran["value"] is True     # rc 0: the job itself ran
 
 
 def test_mpi_adapter_accepts_plain_rows_and_imb_columns():

@@ -15,6 +15,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "fi
 
 import build_facts  # noqa: E402
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report import checks as C  # noqa: E402
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report import judge as J  # noqa: E402
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report import collect as K, model as M  # noqa: E402
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report import render as R  # noqa: E402
 
@@ -24,8 +25,8 @@ pytest.importorskip("matplotlib")
 def document(facts=None, refs=None):
     benchmarks, hosts = K.collect(build_facts.lab_like_facts() if facts is None else facts)
     metrics = M.derive_metrics(benchmarks, hosts)
-    checks, summary = C.evaluate(metrics, refs=C.normalize_references(refs or []),
-                                 outlier_opts={"threshold": 0.3, "min_peers": 2})
+    checks, summary = J.evaluate(metrics, refs=C.normalize_references(refs or []),
+                                 outlier_opts={})
     return {"schema": M.SCHEMA, "schema_version": M.SCHEMA_VERSION,
             "run": {"id": "20261130T050000Z", "generated": "2026-11-30T05:00:00Z", "label": "unit <test>",
                     "controller": "ctl"},
@@ -107,4 +108,30 @@ def test_without_plots_no_matplotlib_needed():
 def test_empty_run_renders():
     files = R.render_files(document(facts={}))
     assert sorted(files) == ["checks.csv", "metrics.csv", "report.html", "results.json", "summary.md"]
-    assert "**Status: PASS** - 0 metrics" in files["summary.md"]
+    # Failed before: an empty report said PASS.
+    assert "**Status: FAIL** - 0 metrics" in files["summary.md"]
+    assert "no results to report" in files["summary.md"] and "no results to report" in files["report.html"]
+
+
+def test_csv_cells_that_a_spreadsheet_would_run_are_neutralized():
+    # Failed before: a job name or host name starting with = + - @ went into the CSV as is.
+    facts = build_facts.lab_like_facts()
+    facts["te2"]["nvmeof_initiator_result"]["fio"]["jobs"][0]["name"] = '=HYPERLINK("http://x","y")'
+    facts["te2"]["nvmeof_initiator_result"]["device"] = "@SUM(A1)"
+    files = R.render_files(document(facts=facts), plots=False)
+    rows = list(csv.reader(io.StringIO(files["fio.csv"])))
+    cells = [c for row in rows for c in row]
+    assert "'=HYPERLINK(\"http://x\",\"y\")" in cells and "'@SUM(A1)" in cells
+    assert not [c for c in cells if c[:1] in ("=", "+", "@")]
+    assert not [c for c in cells if c[:1] == "-" and not _number(c)]
+    assert not [c for row in csv.reader(io.StringIO(files["metrics.csv"])) for c in row if c[:1] in ("=", "@")]
+    # Negative numbers stay numbers.
+    assert R._cell(-3.5) == -3.5 and R._cell("-12") == "-12"
+
+
+def _number(text):
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
