@@ -161,3 +161,29 @@ def test_tightened_bound_fails_the_play(lab):
     assert rc == 2, out
     assert ("te1: mpi.latency_min_size[hosts=te1+te2,np=2,program=osu_latency,scope=multi,size=0,test=latency] = "
             "%s us, bound <= %s us (reference thresholds[0]: target " % (_fmt(first), _fmt(first * 0.5))) in out
+
+
+def test_baseline_does_not_ratchet_down(lab):
+    # Failed before: each passing run replaced the stored baseline, so three runs each 7 %
+    # slower than the last passed a 10 % tolerance while losing 14 %. The stored baseline
+    # keeps the best value per metric, so the third run fails against the first.
+    baseline = lab / "baseline" / "results.json"
+    mid = "te2/fio.iops[direction=read,job=seqread,transport=rdma]"
+    values = []
+    for step, factor in enumerate((1.0, 0.93, 0.93 * 0.93)):
+        facts = build_facts.lab_like_facts()
+        facts["te2"]["nvmeof_initiator_result"] = build_facts.scaled(facts["te2"]["nvmeof_initiator_result"], factor)
+        write_facts(str(lab / ("step%d" % step)), facts)
+        extra = {"fabric_report_run_id": "step%d" % step, "fabric_report_save_baseline": str(baseline),
+                 "fabric_report_plots": False}
+        if step:
+            extra["fabric_report_baseline"] = str(baseline)
+        rc, out = play(lab, extra, facts_dir="step%d" % step)
+        values.append(rc)
+        if step < 2:
+            assert rc == 0, out
+            stored = dict((m["id"], m) for m in json.loads(baseline.read_text())["metrics"])
+            first = json.loads((lab / "results" / "step0" / "results.json").read_text())
+            assert stored[mid]["value"] == [m for m in first["metrics"] if m["id"] == mid][0]["value"]
+    assert values[2] == 2
+    assert "te2: fio.iops[direction=read,job=seqread,transport=rdma] = " in out and "(baseline step1: " in out
