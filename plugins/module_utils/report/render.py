@@ -3,19 +3,33 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Rendering a results document: CSV per benchmark, a Markdown summary, an HTML page.
 
-:func:`render_files` returns ``{file name: text}``; writing them is the caller's
-job. Plots are drawn with matplotlib (a controller requirement, imported only when
-plots are asked for) and embedded in the HTML as base64 SVG images, so the page is
-one self-contained file that needs no network and no JavaScript.
+:func:`render_files` returns ``{file name: text}``; writing them is the caller's job.
+report.html and summary.md come from Jinja2 templates shipped in the collection
+(roles/fabric_report/templates), report.html with autoescaping, summary.md through a
+Markdown-escaping filter: no value reaches either file unescaped. Plots (plots.py) are
+embedded in the HTML as base64 SVG images, so the page is one self-contained file that
+needs no network and no JavaScript. Failures come first, then hosts (each with its
+metrics folded), then each benchmark with its plots.
 """
 
 from __future__ import annotations
 
 import base64
 import csv
-import html
 import io
 import json
+import os
+
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.plots import _size_label, make_plots
+
+try:
+    import jinja2
+except ImportError:  # pragma: no cover - Jinja2 comes with ansible-core
+    jinja2 = None
+
+# The collection's root, from plugins/module_utils/report/render.py.
+TEMPLATE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "roles", "fabric_report",
+                            "templates")
 
 CSV_COLUMNS = {
     "nccl": ["host", "run", "test", "scope", "hosts", "nranks", "gpu_model", "size", "count", "type", "redop", "root",
@@ -101,208 +115,7 @@ def csv_rows(benchmark, records):
     return out
 
 
-# --------------------------------------------------------------------------- plots
-
-def _pyplot():
-    try:
-        import matplotlib
-    except ImportError:
-        raise ImportError("matplotlib is needed on the controller to draw the report's plots "
-                          "(pip install matplotlib, see requirements/controller.txt), or set plots to false")
-    matplotlib.use("Agg", force=True)
-    matplotlib.rcParams["svg.hashsalt"] = "aiinfra.fabric"  # stable ids, reproducible files
-    import matplotlib.pyplot as plt
-    return plt
-
-
-def _svg(plt, fig):
-    buf = io.BytesIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
-    plt.close(fig)
-    return buf.getvalue()
-
-
-def _size_label(n):
-    for unit, div in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if n >= div and n % div == 0:
-            return "%d%s" % (n // div, unit)
-    return str(n)
-
-
-def _size_axis(ax, sizes):
-    ax.set_xscale("log", base=2)
-    ticks = sorted(set(s for s in sizes if s > 0))
-    if len(ticks) > 12:
-        step = (len(ticks) + 11) // 12
-        ticks = ticks[::step]
-    ax.set_xticks(ticks)
-    ax.set_xticklabels([_size_label(t) for t in ticks], rotation=45, ha="right", fontsize=8)
-    ax.minorticks_off()
-    ax.grid(True, which="major", alpha=0.3)
-
-
-def _series_label(r):
-    if r.get("scope") == "multi":
-        return "+".join(r["hosts"]) + (" (np %s)" % r["np"] if r.get("np") else "")
-    label = r["host"]
-    if r.get("np"):
-        label += " (np %s)" % r["np"]
-    return label
-
-
-def plot_nccl(plt, records):
-    plots = []
-    for test in sorted(set(r["test"] for r in records)):
-        runs = [r for r in records if r["test"] == test and r["rows"]]
-        if not runs:
-            continue
-        fig, ax = plt.subplots(figsize=(7.5, 4.2))
-        sizes = []
-        for r in runs:
-            pts = [(x["size"], x["out_of_place"]["busbw"]) for x in r["rows"]
-                   if x["out_of_place"]["busbw"] is not None and x["size"] > 0]
-            if not pts:
-                continue
-            sizes += [p[0] for p in pts]
-            name = "+".join(r["hosts"]) if r["scope"] == "multi" else r["host"]
-            if r.get("gpu_model"):
-                name += " · %s x%s" % (r["gpu_model"], r["nranks"] or len(r["devices"]) or "?")
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3, label=name)
-        if not sizes:
-            plt.close(fig)
-            continue
-        _size_axis(ax, sizes)
-        ax.set_xlabel("message size (bytes)")
-        ax.set_ylabel("bus bandwidth, out-of-place (GB/s)")
-        ax.set_title("NCCL %s: bus bandwidth vs size" % test)
-        ax.legend(fontsize=7, loc="upper left")
-        plots.append(("nccl-%s" % test, "NCCL %s bus bandwidth vs message size, per host" % test, _svg(plt, fig)))
-    return plots
-
-
-def plot_mpi(plt, records):
-    plots = []
-    for program, test in sorted(set((r["program"], r["test"]) for r in records)):
-        runs = [r for r in records if r["program"] == program and r["test"] == test and r["rows"]]
-        title = test if test == program else "%s %s" % (program, test)
-        for field, ylabel, what in (("latency_us", "latency (us)", "latency"),
-                                    ("bandwidth_mbps", "bandwidth (MB/s)", "bandwidth")):
-            series = []
-            for r in runs:
-                pts = [(x["size"], x[field]) for x in r["rows"] if x[field] is not None and x["size"] > 0]
-                if pts:
-                    series.append((_series_label(r), pts))
-            if not series:
-                continue
-            fig, ax = plt.subplots(figsize=(7.5, 4.2))
-            sizes = []
-            for label, pts in series:
-                sizes += [p[0] for p in pts]
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3, label=label)
-            _size_axis(ax, sizes)
-            if what == "latency":
-                ax.set_yscale("log")
-            ax.set_xlabel("message size (bytes)")
-            ax.set_ylabel(ylabel)
-            ax.set_title("MPI %s: %s vs size" % (title, what))
-            ax.legend(fontsize=7, loc="upper left")
-            plots.append(("mpi-%s-%s-%s" % (program, test, what), "MPI %s %s vs message size" % (title, what),
-                          _svg(plt, fig)))
-    return plots
-
-
-def plot_fio(plt, records):
-    if not records:
-        return []
-    plots = []
-    labels = ["%s\n%s %s" % (r["host"], r["job"], r["direction"]) for r in records]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.8))
-    xs = list(range(len(records)))
-    colours = ["#1f77b4" if r["direction"] == "read" else "#d62728" if r["direction"] == "write" else "#7f7f7f"
-               for r in records]
-    ax1.bar(xs, [r["iops"] or 0 for r in records], color=colours)
-    ax1.set_title("IOPS")
-    ax2.bar(xs, [(r["bw_bytes"] or 0) / 1048576.0 for r in records], color=colours)
-    ax2.set_title("bandwidth (MiB/s)")
-    for ax in (ax1, ax2):
-        ax.set_xticks(xs)
-        ax.set_xticklabels(labels, fontsize=7)
-        ax.grid(True, axis="y", alpha=0.3)
-    fig.suptitle("fio: IOPS and bandwidth per host, job and direction")
-    plots.append(("fio-throughput", "fio IOPS and bandwidth per host, job and direction", _svg(plt, fig)))
-    pct_names = ("p50", "p90", "p95", "p99", "p99_9")
-    with_lat = [r for r in records if any(r["lat_us"].get(p) is not None for p in pct_names)]
-    if with_lat:
-        fig, ax = plt.subplots(figsize=(7.5, 4.2))
-        for r in with_lat:
-            pts = [(i, r["lat_us"][p]) for i, p in enumerate(pct_names) if r["lat_us"].get(p) is not None]
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
-                    label="%s %s %s" % (r["host"], r["job"], r["direction"]))
-        ax.set_xticks(range(len(pct_names)))
-        ax.set_xticklabels(["p50", "p90", "p95", "p99", "p99.9"])
-        ax.set_yscale("log")
-        ax.set_ylabel("%s latency (us)" % (with_lat[0].get("lat_kind") or "completion"))
-        ax.set_title("fio: latency percentiles")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7, loc="upper left")
-        plots.append(("fio-latency", "fio latency percentiles per host, job and direction", _svg(plt, fig)))
-    return plots
-
-
-def make_plots(document):
-    """``{benchmark: [(id, caption, svg bytes)]}``; needs matplotlib."""
-    plt = _pyplot()
-    b = document["benchmarks"]
-    return {"nccl": plot_nccl(plt, b.get("nccl", [])), "mpi": plot_mpi(plt, b.get("mpi", [])),
-            "fio": plot_fio(plt, b.get("fio", []))}
-
-
-# --------------------------------------------------------------------------- Markdown
-
-def _md_escape(text):
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
-def _fmt_value(value):
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return "%.4g" % value if abs(value) < 1e4 else "%.0f" % value
-    return str(value)
-
-
-def render_markdown(document):
-    run, summary = document["run"], document["summary"]
-    lines = ["# Fabric report %s" % run["id"], "",
-             "**Status: %s** - %d metrics, checks: %d pass, %d warn, %d fail." % (
-                 summary["status"].upper(), summary["metrics"], summary["checks"]["pass"],
-                 summary["checks"]["warn"], summary["checks"]["fail"]), ""]
-    lines.append("- generated: %s on %s" % (run["generated"], run.get("controller") or "controller"))
-    if run.get("label"):
-        lines.append("- label: %s" % run["label"])
-    if document.get("baseline"):
-        lines.append("- baseline: %s (%s)" % (document["baseline"].get("run_id"), document["baseline"].get("source")))
-    lines.append("")
-    if summary["failures"]:
-        lines += ["## Failures", ""] + ["- %s" % _md_escape(f) for f in summary["failures"]] + [""]
-    if summary["warnings"]:
-        lines += ["## Warnings", ""] + ["- %s" % _md_escape(f) for f in summary["warnings"]] + [""]
-    lines += ["## Hosts", "", "| host | class | GPU model | transport | results |", "| --- | --- | --- | --- | --- |"]
-    for host, info in sorted(document["hosts"].items()):
-        lines.append("| %s | %s | %s | %s | %s |" % tuple(_md_escape(x or "") for x in (
-            host, info.get("host_class"), info.get("gpu_model"), info.get("transport"), ", ".join(info.get("facts", [])))))
-    lines += ["", "## Metrics", "", "| host | metric | value | unit | status |", "| --- | --- | --- | --- | --- |"]
-    status = summary["metric_status"]
-    for m in document["metrics"]:
-        lines.append("| %s | %s | %s | %s | %s |" % (
-            _md_escape(m["host"]), _md_escape(m["key"]), _fmt_value(m["value"]), m["unit"], status.get(m["id"], "-")))
-    lines += ["", "Files: %s" % ", ".join(document.get("files", [])), ""]
-    return "\n".join(lines)
-
-
-# --------------------------------------------------------------------------- HTML
+# --------------------------------------------------------------------------- templates
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em;color:#1f2328;background:#fff}
@@ -316,117 +129,118 @@ figure{margin:1em 0;display:inline-block;vertical-align:top}
 figure img{max-width:100%;height:auto;border:1px solid #eaeef2}
 figcaption{font-size:12px;color:#57606a}
 ul.lines li{font-family:ui-monospace,monospace;font-size:12px}
+details{margin:.3em 0}summary{cursor:pointer;font-size:13px}
 .meta{color:#57606a;font-size:13px}
 """
 
-
-def _e(text):
-    return html.escape("" if text is None else str(text), quote=True)
+_MD_SPECIAL = str.maketrans({"|": "\\|", "<": "&lt;", ">": "&gt;", "&": "&amp;", "`": "\\`", "\n": " ", "\r": " "})
 
 
-def _badge(status, extra=""):
-    return '<span class="badge %s" style="background:%s">%s</span>' % (
-        extra, STATUS_COLOURS.get(status, "#57606a"), _e(status))
+def _fmt_value(value):
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return "%.4g" % value if abs(value) < 1e4 else "%.0f" % value
+    return str(value)
 
 
-def _table(columns, rows, numeric=()):
-    out = ["<table><thead><tr>%s</tr></thead><tbody>" % "".join("<th>%s</th>" % _e(c) for c in columns)]
-    for row in rows:
-        cells = []
-        for c, v in zip(columns, row):
-            if isinstance(v, tuple) and v and v[0] == "raw":
-                cells.append("<td>%s</td>" % v[1])
-            else:
-                cells.append('<td%s>%s</td>' % (' class="num"' if c in numeric else "", _e(_fmt_value(v))))
-        out.append("<tr>%s</tr>" % "".join(cells))
-    out.append("</tbody></table>")
-    return "\n".join(out)
+def _md(value):
+    """A value for a Markdown table cell or list item: no table breaks, no live HTML."""
+    return "" if value is None else str(value).translate(_MD_SPECIAL)
 
 
-def _figures(plots):
-    out = []
-    for pid, caption, svg in plots:
-        data = base64.b64encode(svg).decode("ascii")
-        out.append('<figure id="%s"><img alt="%s" src="data:image/svg+xml;base64,%s"><figcaption>%s</figcaption>'
-                   '</figure>' % (_e(pid), _e(caption), data, _e(caption)))
-    return "\n".join(out)
+def _environment(template_dir=None, html=True):
+    if jinja2 is None:
+        raise ImportError("Jinja2 is needed on the controller to render the report (it comes with ansible-core)")
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(template_dir or TEMPLATE_DIR),
+                             autoescape=html, undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                             trim_blocks=not html, lstrip_blocks=not html)
+    env.filters["fmt"] = _fmt_value
+    env.filters["md"] = _md
+    return env
 
 
-def render_html(document, plots=None):
+def _plot_anchor(check, plots):
+    """The id of the plot a failed check's metric is drawn in, for a link from the failure."""
+    labels = check.get("labels") or {}
+    bench = (check.get("metric") or "").split(".", 1)[0]
+    wanted = None
+    if bench == "nccl" and labels.get("test"):
+        wanted = "nccl-%s" % labels["test"]
+    elif bench == "fio":
+        wanted = "fio-latency" if "lat" in check["metric"] else "fio-throughput"
+    elif bench == "mpi" and labels.get("program") and labels.get("test"):
+        what = "bandwidth" if "bandwidth" in check["metric"] else "latency"
+        wanted = "mpi-%s-%s-%s" % (labels["program"], labels["test"], what)
+    ids = set(p["id"] for group in plots.values() for p in group)
+    return wanted if wanted in ids else None
+
+
+def _context(document, plots):
     run, summary, b = document["run"], document["summary"], document["benchmarks"]
-    plots = plots or {}
     status = summary["metric_status"]
-    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-             "<title>Fabric report %s: %s</title>" % (_e(run["id"]), _e(summary["status"])),
-             "<style>%s</style></head><body>" % _CSS,
-             "<h1>Fabric report %s</h1>" % _e(run["id"]),
-             '<p>%s <span class="meta">%d metrics; checks: %d pass, %d warn, %d fail. Generated %s on %s%s.</span></p>' % (
-                 _badge(summary["status"], "status"), summary["metrics"], summary["checks"]["pass"],
-                 summary["checks"]["warn"], summary["checks"]["fail"], _e(run["generated"]),
-                 _e(run.get("controller") or "the controller"),
-                 (", baseline %s" % _e(document["baseline"]["run_id"])) if document.get("baseline") else "")]
-    if run.get("label"):
-        parts.append('<p class="meta">%s</p>' % _e(run["label"]))
-    if summary["failures"]:
-        parts.append("<h2>Failures</h2><ul class=\"lines\">%s</ul>" % "".join("<li>%s</li>" % _e(f) for f in summary["failures"]))
-    if summary["warnings"]:
-        parts.append("<h2>Warnings</h2><ul class=\"lines\">%s</ul>" % "".join("<li>%s</li>" % _e(f) for f in summary["warnings"]))
-    parts.append("<h2>Hosts</h2>")
-    parts.append(_table(["host", "class", "GPU model", "transport", "results"], [
-        (h, i.get("host_class"), i.get("gpu_model"), i.get("transport"), ", ".join(i.get("facts", [])))
-        for h, i in sorted(document["hosts"].items())]))
+    plots = dict((k, [{"id": pid, "caption": caption, "data": base64.b64encode(svg).decode("ascii")}
+                      for pid, caption, svg in v]) for k, v in (plots or {}).items())
+    for k in ("nccl", "mpi", "fio"):
+        plots.setdefault(k, [])
+    failed_checks = [c for c in document["checks"] if c["status"] == "fail"]
+    failures = [{"line": line, "plot": None} for line in summary["failures"][:len(summary["failures"])
+                                                                            - len(failed_checks)]]
+    failures += [{"line": line, "plot": _plot_anchor(c, plots)}
+                 for line, c in zip(summary["failures"][len(summary["failures"]) - len(failed_checks):], failed_checks)]
+    host_details, host_rows = [], []
+    rank = {"pass": 0, "warn": 1, "fail": 2}
+    for host, info in sorted(document["hosts"].items()):
+        ms = [m for m in document["metrics"] if m["host"] == host]
+        worst = max([status.get(m["id"], "pass") for m in ms] or ["pass"], key=lambda s: rank.get(s, 0))
+        saved = ", ".join(sorted(set("%s %s" % (v.get("playbook") or "?", v.get("saved") or "")
+                                     for v in (info.get("saved") or {}).values())))
+        host_rows.append((host, info.get("host_class"), info.get("gpu_model"), info.get("transport"),
+                          ", ".join(info.get("facts", [])), saved or "this run", {"badge": worst}))
+        ms.sort(key=lambda m: (-rank.get(status.get(m["id"], "pass"), 0), m["key"]))
+        host_details.append({"host": host, "status": worst,
+                             "failed": len([m for m in ms if status.get(m["id"]) == "fail"]),
+                             "metrics": [(m["key"], m["value"], m["unit"],
+                                          {"badge": status[m["id"]]} if m["id"] in status else "-") for m in ms]})
+    return {
+        "document": document, "run": run, "summary": summary, "b": b, "plots": plots, "css": _CSS,
+        "colours": STATUS_COLOURS, "baseline": document.get("baseline"), "failures": failures,
+        "host_rows": host_rows, "host_details": host_details,
+        "nccl_rows": [(r["host"] if r["scope"] == "single" else "+".join(r["hosts"]), r["test"], r.get("sizes"),
+                       r["scope"], r["nranks"], r["gpu_model"], r["peak_busbw"],
+                       _size_label(r["peak_size"]) if r["peak_size"] else None, r["busbw_at_max_size"], r["avg_busbw"],
+                       r["wrong_total"], r.get("passed"), r["version"]) for r in b.get("nccl", [])],
+        "mpi_rows": [(r["host"], r["program"], r["test"], r["kind"], r["np"], " ".join(r["hosts"]), r["check_passed"],
+                      r.get("passed"), len(r["rows"]), r["rc"], r["duration"]) for r in b.get("mpi", [])],
+        "fio_rows": [(r["host"], r["job"], r["direction"], r["device"], r["transport"], r["iops"],
+                      round(r["bw_bytes"] / 1048576.0, 3) if r["bw_bytes"] is not None else None,
+                      r["lat_us"].get("p50"), r["lat_us"].get("p99"), r["lat_us"].get("p99_9"), r["error"])
+                     for r in b.get("fio", [])],
+        "nvmeof_rows": [(r["host"], r["role"], r["transport"], r["subsystem"], " ".join(r["devices"]), r["mount"],
+                         r["io_check"], r.get("passed"), r["io_sha256"]) for r in b.get("nvmeof", [])],
+        # Failures first, then warnings, then the rest.
+        "check_rows": [(c["host"], c["key"], c["value"], c["unit"], c["source"], {"badge": c["status"]}, c["gated"],
+                        c["bound"], c["message"])
+                       for c in sorted(document["checks"], key=lambda c: -rank.get(c["status"], 0))],
+        "metric_rows": [(m["host"], m["key"], m["value"], m["unit"], m["better"],
+                         {"badge": status[m["id"]]} if m["id"] in status else "-") for m in document["metrics"]],
+        "hosts": sorted(document["hosts"].items()), "metrics": document["metrics"], "status": status,
+    }
 
-    if b.get("nccl"):
-        parts.append("<h2>NCCL collectives</h2>")
-        parts.append(_figures(plots.get("nccl", [])))
-        parts.append(_table(["host", "test", "scope", "ranks", "GPU", "peak busbw (GB/s)", "at size", "busbw at max size",
-                             "avg busbw", "#wrong", "NCCL"],
-                            [(r["host"] if r["scope"] == "single" else "+".join(r["hosts"]), r["test"], r["scope"],
-                              r["nranks"], r["gpu_model"], r["peak_busbw"], _size_label(r["peak_size"]) if r["peak_size"] else None,
-                              r["busbw_at_max_size"], r["avg_busbw"], r["wrong_total"], r["version"]) for r in b["nccl"]],
-                            numeric=("ranks", "peak busbw (GB/s)", "busbw at max size", "avg busbw", "#wrong")))
-    if b.get("mpi"):
-        parts.append("<h2>MPI</h2>")
-        parts.append(_figures(plots.get("mpi", [])))
-        parts.append(_table(["host", "program", "test", "kind", "np", "hosts", "sums checked", "rows", "rc",
-                             "duration (s)"],
-                            [(r["host"], r["program"], r["test"], r["kind"], r["np"], " ".join(r["hosts"]),
-                              r["check_passed"], len(r["rows"]), r["rc"], r["duration"]) for r in b["mpi"]],
-                            numeric=("np", "rows", "rc", "duration (s)")))
-    if b.get("fio"):
-        parts.append("<h2>fio</h2>")
-        parts.append(_figures(plots.get("fio", [])))
-        parts.append(_table(["host", "job", "dir", "device", "transport", "IOPS", "MiB/s", "p50 us", "p99 us", "p99.9 us",
-                             "error"],
-                            [(r["host"], r["job"], r["direction"], r["device"], r["transport"], r["iops"],
-                              round(r["bw_bytes"] / 1048576.0, 3) if r["bw_bytes"] is not None else None,
-                              r["lat_us"].get("p50"), r["lat_us"].get("p99"), r["lat_us"].get("p99_9"), r["error"])
-                             for r in b["fio"]],
-                            numeric=("IOPS", "MiB/s", "p50 us", "p99 us", "p99.9 us", "error")))
-    if b.get("nvmeof"):
-        parts.append("<h2>NVMe over Fabrics</h2>")
-        parts.append(_table(["host", "role", "transport", "subsystem", "devices", "mount", "I/O check", "sha256"],
-                            [(r["host"], r["role"], r["transport"], r["subsystem"], " ".join(r["devices"]), r["mount"],
-                              r["io_check"], r["io_sha256"]) for r in b["nvmeof"]]))
-    parts.append("<h2>Checks</h2>")
-    parts.append(_table(["host", "metric", "value", "unit", "source", "status", "gated", "bound", "detail"],
-                        [(c["host"], c["key"], c["value"], c["unit"], c["source"], ("raw", _badge(c["status"])),
-                          c["gated"], c["bound"], c["message"]) for c in document["checks"]],
-                        numeric=("value",)))
-    parts.append("<h2>All metrics</h2>")
-    parts.append(_table(["host", "metric", "value", "unit", "better", "status"],
-                        [(m["host"], m["key"], m["value"], m["unit"], m["better"],
-                          ("raw", _badge(status[m["id"]])) if m["id"] in status else "-") for m in document["metrics"]],
-                        numeric=("value",)))
-    parts.append('<p class="meta">Schema %s v%s. Files: %s.</p></body></html>' % (
-        _e(document["schema"]), _e(document["schema_version"]), _e(", ".join(document.get("files", [])))))
-    return "\n".join(parts) + "\n"
+
+def render_markdown(document, template_dir=None):
+    return _environment(template_dir, html=False).get_template("summary.md.j2").render(_context(document, None))
+
+
+def render_html(document, plots=None, template_dir=None):
+    return _environment(template_dir, html=True).get_template("report.html.j2").render(_context(document, plots))
 
 
 # --------------------------------------------------------------------------- all files
 
-def render_files(document, plots=True):
+def render_files(document, plots=True, template_dir=None):
     """``{file name: text}`` for the results folder. ``document["files"]`` is filled in."""
     files = {}
     for bench in ("nccl", "mpi", "fio", "nvmeof"):
@@ -437,7 +251,7 @@ def render_files(document, plots=True):
     files["checks.csv"] = _csv(CHECK_COLUMNS, document["checks"])
     names = sorted(list(files) + ["results.json", "summary.md", "report.html"])
     document["files"] = names
-    files["summary.md"] = render_markdown(document)
-    files["report.html"] = render_html(document, make_plots(document) if plots else None)
+    files["summary.md"] = render_markdown(document, template_dir)
+    files["report.html"] = render_html(document, make_plots(document) if plots else None, template_dir)
     files["results.json"] = json.dumps(document, indent=2, sort_keys=True) + "\n"
     return files

@@ -135,3 +135,29 @@ def _number(text):
         return True
     except ValueError:
         return False
+
+
+def test_values_cannot_inject_markup_into_summary_md_or_report_html():
+    # Failed before for summary.md: only "|" and newlines were escaped, so a job name (or a
+    # failure line quoting it) put live HTML into a Markdown viewer.
+    facts = build_facts.lab_like_facts()
+    evil = "<img src=x onerror=alert(1)>|`x`"
+    facts["te2"]["nvmeof_initiator_result"]["fio"]["jobs"][0]["name"] = evil
+    doc = document(facts=facts, refs=[{"metric": "fio.iops", "target": 1e9, "lower": -0.1}])
+    files = R.render_files(doc, plots=False)
+    assert "<img src=x" not in files["summary.md"] and "&lt;img src=x onerror=alert(1)&gt;\\|\\`x\\`" in files["summary.md"]
+    assert "<img src=x" not in files["report.html"] and "&lt;img src=x onerror=alert(1)&gt;" in files["report.html"]
+    # Failures come first in the page, and a failure links to the plot of its metric.
+    page = R.render_files(doc)["report.html"]
+    assert page.index("<h2 id=\"failures\">") < page.index("<h2>Hosts</h2>") < page.index("<h2>fio</h2>")
+    assert '<a href="#fio-throughput">(plot)</a>' in page and '<figure id="fio-throughput">' in page
+    assert '<details id="host-te2">' in page
+
+
+def test_pages_come_from_the_shipped_templates(tmp_path):
+    (tmp_path / "report.html.j2").write_text("<p>{{ run.id }} {{ summary.status }}</p>")
+    (tmp_path / "summary.md.j2").write_text("{{ run.label | md }}")
+    files = R.render_files(document(), plots=False, template_dir=str(tmp_path))
+    assert files["report.html"] == "<p>20261130T050000Z pass</p>"
+    assert files["summary.md"] == "unit &lt;test&gt;"
+    assert os.path.isfile(os.path.join(R.TEMPLATE_DIR, "report.html.j2"))
