@@ -35,7 +35,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _value:
-  description: One line per item, C(<host>: <what>).
+  description: One line per item, C(<host>) then a colon and what it is about.
   type: list
   elements: str
 """
