@@ -155,7 +155,7 @@ def _environment(template_dir=None, html=True):
     if jinja2 is None:
         raise ImportError("Jinja2 is needed on the controller to render the report (it comes with ansible-core)")
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(template_dir or TEMPLATE_DIR),
-                             autoescape=html, undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                             autoescape=html, undefined=jinja2.ChainableUndefined, keep_trailing_newline=True,
                              trim_blocks=not html, lstrip_blocks=not html)
     env.filters["fmt"] = _fmt_value
     env.filters["md"] = _md
