@@ -166,6 +166,9 @@ class ActionModule(ActionBase):
             raise ReportError("outlier_z must be above 0, got %r" % args["outlier_z"])
         if args["run_id"] is not None and not _RUN_ID.match(args["run_id"]):
             raise ReportError("run_id %r may hold only letters, digits, '_', '.' and '-' (a folder name)" % args["run_id"])
+        if args["run_id"] in ("latest", "hosts"):
+            raise ReportError("run_id %r is taken: output_dir/latest is the link to the newest run and output_dir/hosts "
+                              "holds the saved host results" % args["run_id"])
 
     def _gather(self, args, task_vars):
         """This run's result facts from hostvars, then saved results for what hostvars lack."""

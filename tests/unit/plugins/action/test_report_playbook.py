@@ -109,6 +109,12 @@ def test_check_mode_writes_nothing(lab):
     assert not (lab / "results").exists()
 
 
+def test_run_id_cannot_take_the_saved_results_folder(lab):
+    rc, out = play(lab, {"fabric_report_run_id": "hosts"})
+    assert rc == 2 and "run_id 'hosts' is taken" in out
+    assert not (lab / "results").exists()
+
+
 def test_bad_reference_fails_before_writing(lab):
     rc, out = play(lab, {"fabric_report_thresholds": [{"metric": "fio.iops", "target": 100, "lower": 0.2}]})
     assert rc == 2
