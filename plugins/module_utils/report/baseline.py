@@ -16,6 +16,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.report.checks impor
     FAIL, WARN, _bounds, _check, _fmt, _judge_range)
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.model import HIGHER, LOWER, SCHEMA, ReportError
 
+
 def load_baseline(document, origin="baseline"):
     if not isinstance(document, dict) or document.get("schema") != SCHEMA:
         raise ReportError("%s is not a fabric_report results.json (schema %r, expected %r)"

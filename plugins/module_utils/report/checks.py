@@ -252,7 +252,6 @@ def check_builtin(metrics, gate=True):
     return checks
 
 
-
 def check_missing_references(metrics, refs, hosts):
     """A gated reference that applies to a host but found no metric there: the metric is missing.
 

@@ -468,5 +468,3 @@ def collect(host_facts, host_info=None):
         info["facts"] = present
         hosts[host] = info
     return bench, hosts
-
-

@@ -13,6 +13,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.report.checks impor
     FAIL, PASS, WARN, _fmt, check_builtin, check_missing_references, check_references, worst)
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.outliers import check_outliers
 
+
 def failure_line(check):
     """One line per failure: host, metric, value, bound, and where the bound came from."""
     bound = check["bound"] or "expected %s" % _fmt(check["target"])

@@ -186,10 +186,11 @@ def _context(document, plots):
     for k in ("nccl", "mpi", "fio"):
         plots.setdefault(k, [])
     failed_checks = [c for c in document["checks"] if c["status"] == "fail"]
-    failures = [{"line": line, "plot": None} for line in summary["failures"][:len(summary["failures"])
-                                                                            - len(failed_checks)]]
+    # summary["failures"]: any run-level lines (no results) first, then one per failed check, in order.
+    first = len(summary["failures"]) - len(failed_checks)
+    failures = [{"line": line, "plot": None} for line in summary["failures"][:first]]
     failures += [{"line": line, "plot": _plot_anchor(c, plots)}
-                 for line, c in zip(summary["failures"][len(summary["failures"]) - len(failed_checks):], failed_checks)]
+                 for line, c in zip(summary["failures"][first:], failed_checks)]
     host_details, host_rows = [], []
     rank = {"pass": 0, "warn": 1, "fail": 2}
     for host, info in sorted(document["hosts"].items()):

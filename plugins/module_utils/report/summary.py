@@ -101,8 +101,8 @@ def mpi_lines(host, fact):
         if r["kind"] == "bandwidth":
             best = max((x for x in rows if x["bandwidth_mbps"] is not None), key=lambda x: x["bandwidth_mbps"], default=None)
             if best:
-                lines.append("MPI %s (np %s): peak %s MB/s at %s" % (r["test"], r["np"], _n(best["bandwidth_mbps"]),
-                                                                    _size(best["size"])))
+                lines.append("MPI %s (np %s): peak %s MB/s at %s"
+                             % (r["test"], r["np"], _n(best["bandwidth_mbps"]), _size(best["size"])))
         elif r["kind"] in ("latency", "collective"):
             lat = [x for x in rows if x["latency_us"] is not None]
             if lat:

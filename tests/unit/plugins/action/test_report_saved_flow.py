@@ -62,8 +62,8 @@ def work(tmp_path):
 def nccl_vars(work, **over):
     v = {
         "nccl_tests_install_method": "none", "nccl_tests_build": False, "nccl_tests_binary_dir": str(work / "build"),
-        "nccl_tests_tests": ["all_reduce"], "nccl_tests_sizes": [{"minbytes": "8", "maxbytes": "128M"},
-                                                                   {"minbytes": "1K", "maxbytes": "8G"}],
+        "nccl_tests_tests": ["all_reduce"],
+        "nccl_tests_sizes": [{"minbytes": "8", "maxbytes": "128M"}, {"minbytes": "1K", "maxbytes": "8G"}],
         "nccl_tests_environment": {"REPLAY_NCCL_FIXTURE_ALL_REDUCE_PERF": "cscs_gh200_all_reduce_srun_2.17.1.txt",
                                    "REPLAY_NCCL_NO_JSON": "1"},
         "nccl_tests_min_busbw": {"all_reduce": 100},

@@ -11,7 +11,6 @@ import os
 
 import pytest
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report import checks as C
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report import judge as J, baseline as B  # noqa: E402
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report import collect as K, model as M
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report import render as R
