@@ -23,6 +23,10 @@ options:
     description: Where to read each host's facts (the C(hostvars) variable).
     type: dict
     required: true
+  failed_only:
+    description: Only the hosts whose results fail the report's built-in checks (a failed run, a wrong sum, ...).
+    type: bool
+    default: false
 author:
   - aiinfra.fabric developers (@aiinfra)
 """
@@ -46,7 +50,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.report.model import
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.summary import summary_lines
 
 
-def result_summary(hosts, hostvars):
+def result_summary(hosts, hostvars, failed_only=False):
     if not isinstance(hosts, (list, tuple)):
         raise AnsibleFilterError("result_summary: the input must be a list of host names, got %s" % type(hosts).__name__)
     facts = {}
@@ -56,7 +60,7 @@ def result_summary(hosts, hostvars):
         except KeyError:
             raise AnsibleFilterError("result_summary: %r is not in hostvars" % host)
         facts[host] = dict((name, hv.get(name)) for name in RESULT_FACTS if hv.get(name) is not None)
-    return summary_lines(facts)
+    return summary_lines(facts, failed_only=bool(failed_only))
 
 
 class FilterModule(object):

@@ -11,9 +11,11 @@ report's own adapters (collect.py), so the summary and the report read the facts
 
 from __future__ import annotations
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.checks import FAIL, check_builtin
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.collect import (
-    adapt_fio, adapt_mpi, adapt_nccl, verdict)
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report.model import RESULT_FACTS, _first, _host_names, _num
+    adapt_fio, adapt_mpi, adapt_nccl, collect, verdict)
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.model import (
+    RESULT_FACTS, _first, _host_names, _num, derive_metrics)
 
 
 def _n(value, unit=""):
@@ -152,9 +154,17 @@ def host_lines(host, facts):
     return ["%s: %s" % (host, line) for line in lines] or ["%s: no results" % host]
 
 
-def summary_lines(host_facts):
-    """``{host: {fact: value}}`` -> lines, hosts in the order given."""
+def host_failed(host, facts):
+    """Whether the host's results fail the report's built-in checks (a failed run, a wrong sum, ...)."""
+    benchmarks, hosts = collect({host: facts})
+    return any(c["status"] == FAIL for c in check_builtin(derive_metrics(benchmarks, hosts)))
+
+
+def summary_lines(host_facts, failed_only=False):
+    """``{host: {fact: value}}`` -> lines, hosts in the order given; ``failed_only``: hosts that failed."""
     out = []
     for host, facts in host_facts.items():
+        if failed_only and not host_failed(host, facts or {}):
+            continue
         out += host_lines(host, facts or {})
     return out

@@ -114,6 +114,9 @@ def test_a_failed_nccl_run_is_saved_and_fails_the_later_report(work):
     rc, out = run(work, os.path.join(TOP, "playbooks", "nccl_bench.yml"),
                   nccl_vars(work, nccl_tests_min_busbw={"all_reduce": 200}))
     assert rc != 0                                     # the gate fails the NCCL playbook ...
+    # ... which still shows the failed host's lines (its summary play is never reached).
+    assert "gpu1: NCCL all_reduce 8-128M on this node (8 ranks): busbw 123 GB/s at 128M" in out
+    assert "FAIL - nccl-tests all_reduce: out-of-place busbw 122.57 GB/s" in out
     rc, out, results = report(work)                    # ... and, later, the report
     assert rc != 0 and results["summary"]["status"] == "fail"
     lines = [f for f in results["summary"]["failures"] if "nccl.run_passed" in f]

@@ -42,6 +42,13 @@ def test_failures_are_said():
                     "NVIDIA RTX 6000D; R6KD-CX8aaS-GPU-12: 0,1,2,3,4,5,6,7 NVIDIA RTX 6000D)"]
 
 
+def test_failed_only_keeps_the_hosts_that_failed():
+    good = {"te2": load("lab_captured", "te2")}
+    assert result_summary(["te2"], good, failed_only=True) == []
+    gpu = {"gpu1": load("role_captured", "gpu1")}   # alltoall below its gate
+    assert result_summary(["gpu1"], gpu, failed_only=True) == result_summary(["gpu1"], gpu)
+
+
 def test_filter_reads_hostvars_and_hosts_without_results():
     hostvars = {"te1": {"nvmeof_target_result": load("lab_captured", "te1")["nvmeof_target_result"]}, "te3": {}}
     lines = result_summary(["te1", "te3"], hostvars)
