@@ -4,7 +4,7 @@
 """Action plugin for aiinfra.fabric.fabric_report: runs on the controller only.
 
 Collects the benchmark result facts of the play's hosts from hostvars, judges them
-(report_checks) and writes the results folder (report_render). See the module
+(module_utils.report.checks) and writes the results folder (module_utils.report.render). See the module
 documentation in plugins/modules/fabric_report.py.
 """
 
@@ -22,11 +22,14 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report_checks import FAIL, evaluate, load_baseline, \
-    normalize_references
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report_model import BENCHMARKS, RESULT_FACTS, SCHEMA, \
-    SCHEMA_VERSION, ReportError, collect, derive_metrics
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report_render import render_files
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.baseline import load_baseline, merge_baseline
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.checks import FAIL, normalize_references
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.collect import collect
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.judge import evaluate
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.model import RECORD_LISTS, RESULT_FACTS, SCHEMA, \
+    SCHEMA_VERSION, ReportError, derive_metrics
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.render import render_files
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.saved import read_saved_results, resolve
 
 try:
     import yaml
@@ -49,9 +52,11 @@ ARGSPEC = dict(
     baseline_warn=dict(type="float", default=0.05),
     baseline_gate=dict(type="bool", default=True),
     outliers=dict(type="bool", default=True),
-    outlier_threshold=dict(type="float", default=0.3),
-    outlier_min_peers=dict(type="int", default=2),
+    outlier_z=dict(type="float", default=3.5),
+    outlier_min_deviation=dict(type="float", default=0.1),
+    outlier_min_hosts=dict(type="int", default=4),
     outlier_gate=dict(type="bool", default=False),
+    saved_results=dict(type="path"),
     builtin_gate=dict(type="bool", default=True),
     plots=dict(type="bool", default=True),
     save_baseline=dict(type="path"),
@@ -148,24 +153,31 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("fabric_report: %s" % exc)
 
     def _validate(self, args):
-        for name in ("baseline_tolerance", "baseline_warn", "outlier_threshold"):
+        for name in ("baseline_tolerance", "baseline_warn", "outlier_min_deviation"):
             if not 0 <= args[name] < 10:
                 raise ReportError("%s must be a fraction between 0 and 10 (0.1 = 10 %%), got %r" % (name, args[name]))
         if args["baseline_warn"] > args["baseline_tolerance"]:
             raise ReportError("baseline_warn (%r) must not exceed baseline_tolerance (%r)"
                               % (args["baseline_warn"], args["baseline_tolerance"]))
-        if args["outlier_min_peers"] < 1:
-            raise ReportError("outlier_min_peers must be at least 1, got %r" % args["outlier_min_peers"])
+        if args["outlier_min_hosts"] < 3:
+            raise ReportError("outlier_min_hosts must be at least 3 (a median of two says nothing), got %r"
+                              % args["outlier_min_hosts"])
+        if args["outlier_z"] <= 0:
+            raise ReportError("outlier_z must be above 0, got %r" % args["outlier_z"])
         if args["run_id"] is not None and not _RUN_ID.match(args["run_id"]):
             raise ReportError("run_id %r may hold only letters, digits, '_', '.' and '-' (a folder name)" % args["run_id"])
+        if args["run_id"] in ("latest", "hosts"):
+            raise ReportError("run_id %r is taken: output_dir/latest is the link to the newest run and output_dir/hosts "
+                              "holds the saved host results" % args["run_id"])
 
     def _gather(self, args, task_vars):
+        """This run's result facts from hostvars, then saved results for what hostvars lack."""
         hostvars = task_vars.get("hostvars") or {}
+        groups = task_vars.get("groups") or {}
         hosts = args["hosts"]
-        if hosts is None:
-            hosts = list((task_vars.get("groups") or {}).get("all", []))
+        inventory = list(groups.get("all", [])) if hosts is None else hosts
         host_facts, host_info = {}, {}
-        for host in hosts:
+        for host in inventory:
             if host not in hostvars:
                 raise ReportError("hosts: %r is not in the inventory" % host)
             hv = hostvars[host]
@@ -174,66 +186,88 @@ class ActionModule(ActionBase):
                 value = hv.get(name) if hasattr(hv, "get") else None
                 if value is not None:
                     facts[name] = _plain(value)
-            if not facts:
-                continue
-            host_facts[host] = facts
-            info = {"groups": sorted(g for g, members in (task_vars.get("groups") or {}).items()
+            if facts:
+                host_facts[host] = facts
+        saved_dir = resolve(args["saved_results"])
+        saved_facts, saved = read_saved_results(saved_dir, hosts=None if hosts is None else set(hosts),
+                                                facts=args["facts"])
+        for host, facts in saved_facts.items():
+            for name, value in facts.items():
+                # A fact set in this ansible-playbook run is newer than any saved file.
+                if name in host_facts.get(host, {}):
+                    saved[host].pop(name, None)
+                else:
+                    host_facts.setdefault(host, {})[name] = value
+        for host in host_facts:
+            hv = hostvars[host] if host in hostvars else {}
+            info = {"groups": sorted(g for g, members in groups.items()
                                      if host in members and g not in ("all", "ungrouped"))}
             for key, var in (("host_class", args["host_class_var"]), ("gpu_model", args["gpu_model_var"]),
                              ("transport", args["transport_var"])):
                 value = hv.get(var) if hasattr(hv, "get") else None
                 if value is not None and value != "":
                     info[key] = to_text(value)
+            if saved.get(host):
+                info["saved"] = saved[host]
             host_info[host] = info
-        return host_facts, host_info
+        return host_facts, host_info, saved_dir
 
-    def _run(self, args, task_vars, result):
-        self._validate(args)
-        host_facts, host_info = self._gather(args, task_vars)
-        benchmarks, hosts = collect(host_facts, host_info)
+    def _inputs(self, args, benchmarks, hosts):
         for path in args["inputs"]:
-            data = _read_data(self._loader.path_dwim(path), "input")
+            data = _read_data(resolve(path), "input")
             if isinstance(data, dict) and data.get("schema") == SCHEMA:
-                for bench in BENCHMARKS:
-                    benchmarks[bench].extend(data.get("benchmarks", {}).get(bench, []))
+                for bench in RECORD_LISTS:
+                    benchmarks.setdefault(bench, []).extend(data.get("benchmarks", {}).get(bench, []))
                 hosts.update(data.get("hosts") or {})
             elif isinstance(data, dict):
                 more_b, more_h = collect(data)
-                for bench in BENCHMARKS:
+                for bench in RECORD_LISTS:
                     benchmarks[bench].extend(more_b[bench])
                 hosts.update(more_h)
             else:
                 raise ReportError("input %s must hold a results.json or a mapping of host to facts" % path)
+
+    def _baseline(self, args):
+        if not args["baseline"]:
+            return None, None
+        bpath = _results_path(resolve(args["baseline"]))
+        if not os.path.exists(bpath):
+            raise ReportError("baseline %s does not exist (store one with save_baseline, or drop baseline)" % bpath)
+        bdoc = _read_data(bpath, "baseline")
+        info = {"source": os.path.realpath(bpath), "run_id": (bdoc.get("run") or {}).get("id"),
+                "tolerance": args["baseline_tolerance"], "warn": args["baseline_warn"], "gate": args["baseline_gate"]}
+        return load_baseline(bdoc, origin=bpath), info
+
+    def _run(self, args, task_vars, result):
+        self._validate(args)
+        host_facts, host_info, saved_dir = self._gather(args, task_vars)
+        benchmarks, hosts = collect(host_facts, host_info)
+        self._inputs(args, benchmarks, hosts)
         metrics = derive_metrics(benchmarks, hosts)
 
         refs = []
         if args["thresholds_file"]:
-            path = self._loader.path_dwim(args["thresholds_file"])
+            path = resolve(args["thresholds_file"])
             refs += normalize_references(_read_data(path, "thresholds_file"), origin=os.path.basename(path))
         refs += normalize_references(_plain(args["thresholds"]), origin="thresholds")
         for index, ref in enumerate(refs):
             ref["index"] = index  # later entries (inline thresholds) win ties over the file's
 
-        baseline = baseline_info = None
-        if args["baseline"]:
-            bpath = _results_path(self._loader.path_dwim(args["baseline"]))
-            if not os.path.exists(bpath):
-                raise ReportError("baseline %s does not exist (store one with save_baseline, or drop baseline)" % bpath)
-            bdoc = _read_data(bpath, "baseline")
-            baseline = load_baseline(bdoc, origin=bpath)
-            baseline_info = {"source": os.path.realpath(bpath), "run_id": (bdoc.get("run") or {}).get("id"),
-                             "tolerance": args["baseline_tolerance"], "warn": args["baseline_warn"],
-                             "gate": args["baseline_gate"]}
+        baseline, baseline_info = self._baseline(args)
+        empty_hint = ("no saved results in %s either; run playbooks/nvmeof_rdma.yml (or nvmeof_tcp.yml), "
+                      "mpi_bench.yml or nccl_bench.yml first: they save each host's results there"
+                      % (saved_dir or "saved_results (not set)"))
         checks, summary = evaluate(
             metrics, refs=refs, baseline=baseline,
             baseline_opts=dict(tolerance=args["baseline_tolerance"], warn=args["baseline_warn"],
                                gate=args["baseline_gate"], run_id=(baseline_info or {}).get("run_id")),
-            outlier_opts=dict(threshold=args["outlier_threshold"], min_peers=args["outlier_min_peers"],
-                              gate=args["outlier_gate"]) if args["outliers"] else None,
-            builtin_gate=args["builtin_gate"], hosts=set(hosts))
+            outlier_opts=dict(z=args["outlier_z"], min_deviation=args["outlier_min_deviation"],
+                              min_hosts=args["outlier_min_hosts"], gate=args["outlier_gate"])
+            if args["outliers"] else None,
+            builtin_gate=args["builtin_gate"], hosts=hosts, empty_hint=empty_hint)
 
         now = datetime.datetime.now(datetime.timezone.utc)
-        output_dir = os.path.abspath(args["output_dir"])
+        output_dir = resolve(args["output_dir"])
         run_id = args["run_id"] or now.strftime("%Y%m%dT%H%M%SZ")
         folder = os.path.join(output_dir, run_id)
         n = 1
@@ -245,7 +279,8 @@ class ActionModule(ActionBase):
             "schema": SCHEMA, "schema_version": SCHEMA_VERSION,
             "run": {"id": run_id, "generated": now.isoformat().replace("+00:00", "Z"), "label": args["label"],
                     "controller": socket.gethostname(), "playbook": task_vars.get("ansible_play_name"),
-                    "ansible_version": (task_vars.get("ansible_version") or {}).get("full")},
+                    "ansible_version": (task_vars.get("ansible_version") or {}).get("full"),
+                    "saved_results": saved_dir},
             "hosts": hosts, "benchmarks": benchmarks, "metrics": metrics, "checks": checks, "summary": summary,
             "baseline": baseline_info,
             "references": [dict((k, v) for k, v in r.items() if k != "index") for r in refs],
@@ -255,6 +290,8 @@ class ActionModule(ActionBase):
         except ImportError as exc:
             raise ReportError(str(exc))
 
+        failed = summary["status"] == FAIL
+        save_to = _results_path(resolve(args["save_baseline"])) if args["save_baseline"] else None
         check_mode = bool(self._task.check_mode)
         if not check_mode:
             if not os.path.isdir(output_dir):
@@ -266,10 +303,11 @@ class ActionModule(ActionBase):
                     tmp_link = link + ".tmp-%d" % os.getpid()
                     os.symlink(run_id, tmp_link)
                     os.rename(tmp_link, link)
-            if args["save_baseline"] and summary["status"] != FAIL:
-                _atomic_file(_results_path(os.path.abspath(args["save_baseline"])), files["results.json"])
+            if save_to and not failed:
+                previous = _read_data(save_to, "save_baseline") if os.path.exists(save_to) else None
+                merged = merge_baseline(json.loads(files["results.json"]), previous)
+                _atomic_file(save_to, json.dumps(merged, indent=2, sort_keys=True) + "\n")
 
-        gated = [c for c in checks if c["status"] == FAIL]
         result.update({
             "changed": True,
             "path": folder,
@@ -277,12 +315,12 @@ class ActionModule(ActionBase):
             "files": sorted(files),
             "status": summary["status"],
             "summary": dict((k, v) for k, v in summary.items() if k != "metric_status"),
-            "baseline_saved": bool(args["save_baseline"] and summary["status"] != FAIL and not check_mode),
+            "baseline_saved": bool(save_to and not failed and not check_mode),
         })
-        if gated and args["fail_on_gate"]:
+        if failed and args["fail_on_gate"]:
             result["failed"] = True
             result["msg"] = "fabric_report: %d gated check(s) failed (report in %s):\n%s" % (
-                len(gated), folder, "\n".join(summary["failures"]))
+                len(summary["failures"]), folder, "\n".join(summary["failures"]))
         else:
             result["msg"] = "fabric_report: %s, %d metrics, %d warning(s); report in %s" % (
                 summary["status"], summary["metrics"], len(summary["warnings"]), folder)

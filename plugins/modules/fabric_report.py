@@ -14,7 +14,9 @@ version_added: 0.1.0
 description:
   - Runs on the controller (an action plugin; it never connects to a host). Collects the result facts the
     collection's benchmark roles set on each host (C(nvmeof_target_result), C(nvmeof_initiator_result) with its fio
-    summary, C(mpi_bench_result), C(nccl_tests_result)) from C(hostvars), and writes a new timestamped folder under
+    summary, C(mpi_bench_result), C(nccl_tests_result) with its C(single_node) and C(multi_node) runs) from
+    C(hostvars), and the results earlier C(ansible-playbook) runs saved in O(saved_results), and writes a new
+    timestamped folder under
     O(output_dir) with C(results.json) (schema C(aiinfra.fabric.results) version 1, see docs/results-schema.md),
     one CSV per benchmark present, C(metrics.csv), C(checks.csv), C(summary.md) and a self-contained C(report.html)
     with plots (bus bandwidth against size per collective and host; fio IOPS, bandwidth and latency percentiles;
@@ -23,8 +25,14 @@ description:
     C(mpi.latency_min_size[...])) that are judged pass, warn or fail by built-in correctness checks (no wrong NCCL
     values, MPI sums right, fio without errors, NVMe-oF I/O check passed), by ReFrame-style references (target,
     lower and upper tolerance, unit) selected per metric, host, host class, GPU model and transport, by a previous
-    C(results.json) used as a baseline, and by comparison with the median of the host's peers in the same run
-    (outliers).
+    C(results.json) used as a baseline, and by comparison with the host's peers in the same run (outliers, by median
+    and median absolute deviation).
+  - A result that says it failed (C(failed), C(passed=false), an error C(msg), a non-zero C(rc), failed checks)
+    fails the report, as does a gated metric that is missing (in the baseline, or named by a gated reference for a
+    host that has that benchmark's results) and a report without any result.
+  - "Paths: every relative path (O(output_dir), O(baseline), O(inputs), O(thresholds_file), O(save_baseline),
+    O(saved_results)) is relative to the directory C(ansible-playbook) runs in (under AWX, the project folder);
+    C(~) and environment variables are expanded."
   - The task fails when a gated check fails, with one line per failure naming host, metric, value and bound.
     The report is written first, so the failing run can be looked at.
   - Needs matplotlib on the controller when O(plots=true).
@@ -50,8 +58,8 @@ attributes:
 options:
   output_dir:
     description:
-      - Folder under which the run's folder (named O(run_id)) is created. Relative paths are relative to the
-        directory C(ansible-playbook) runs in.
+      - Folder under which the run's folder (named O(run_id)) is created. Relative to the directory
+        C(ansible-playbook) runs in, like every path option.
     type: path
     required: true
   run_id:
@@ -65,8 +73,8 @@ options:
     default: ""
   hosts:
     description:
-      - Hosts whose facts are collected. Default is every host in the inventory; hosts without any result fact
-        are left out.
+      - Hosts whose results are collected (from C(hostvars) and O(saved_results)). Default is every host in the
+        inventory and every host with saved results; hosts without any result are left out.
     type: list
     elements: str
   facts:
@@ -123,14 +131,21 @@ options:
     description: Compare each host with its peers (same metric and labels, same GPU model and host class).
     type: bool
     default: true
-  outlier_threshold:
-    description: Fraction worse than the median of the peers from which a host is an outlier.
+  outlier_z:
+    description:
+      - A host is an outlier when its value is worse than the median of its group (same metric and labels, GPU model
+        and host class) by more than O(outlier_z) robust standard deviations (1.4826 times the median absolute
+        deviation) and by more than O(outlier_min_deviation).
     type: float
-    default: 0.3
-  outlier_min_peers:
-    description: Peers needed before a host is judged against them (2 means three hosts or more).
+    default: 3.5
+  outlier_min_deviation:
+    description: Fraction of the median a host must also be worse by to be an outlier (hosts that barely differ).
+    type: float
+    default: 0.1
+  outlier_min_hosts:
+    description: Hosts a group needs before any of them is judged against the others (at least 3).
     type: int
-    default: 2
+    default: 4
   outlier_gate:
     description: Whether an outlier fails the task (C(true)) or only warns.
     type: bool
@@ -147,6 +162,14 @@ options:
     description:
       - Also write this run's C(results.json) when no check failed, for the next run's O(baseline). A path ending
         in C(.json) is the file; any other path is a folder (created when missing) that gets C(results.json).
+      - When the file exists, each metric keeps the better of its stored value and this run's, so runs a little
+        worse each time cannot lower the baseline step by step.
+    type: path
+  saved_results:
+    description:
+      - Folder of results saved by earlier runs, C(<host>/<fact>.json) (the main playbooks save them there through
+        the role C(aiinfra.fabric.fabric_report), C(tasks_from=save.yml)); a missing folder gives nothing. A fact
+        set in this run wins over a saved one. See docs/results-schema.md.
     type: path
   update_latest:
     description: Point the symbolic link C(latest) in O(output_dir) at this run's folder.
@@ -200,6 +223,7 @@ EXAMPLES = r"""
   aiinfra.fabric.fabric_report:
     output_dir: /tmp/rejudged
     hosts: []
+    saved_results: ""
     inputs: [results/20261130T051500Z/results.json]
     thresholds_file: thresholds/h100.yml
     plots: false

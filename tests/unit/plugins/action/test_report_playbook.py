@@ -18,7 +18,7 @@ TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", 
 sys.path.insert(0, os.path.join(TOP, "tests", "fixtures", "report"))
 
 import build_facts  # noqa: E402
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report_checks import _fmt  # noqa: E402
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.checks import _fmt  # noqa: E402
 
 LOAD_FACTS = """---
 - name: Set the captured result facts, as the benchmark roles would
@@ -109,6 +109,12 @@ def test_check_mode_writes_nothing(lab):
     assert not (lab / "results").exists()
 
 
+def test_run_id_cannot_take_the_saved_results_folder(lab):
+    rc, out = play(lab, {"fabric_report_run_id": "hosts"})
+    assert rc == 2 and "run_id 'hosts' is taken" in out
+    assert not (lab / "results").exists()
+
+
 def test_bad_reference_fails_before_writing(lab):
     rc, out = play(lab, {"fabric_report_thresholds": [{"metric": "fio.iops", "target": 100, "lower": 0.2}]})
     assert rc == 2
@@ -161,3 +167,29 @@ def test_tightened_bound_fails_the_play(lab):
     assert rc == 2, out
     assert ("te1: mpi.latency_min_size[hosts=te1+te2,np=2,program=osu_latency,scope=multi,size=0,test=latency] = "
             "%s us, bound <= %s us (reference thresholds[0]: target " % (_fmt(first), _fmt(first * 0.5))) in out
+
+
+def test_baseline_does_not_ratchet_down(lab):
+    # Failed before: each passing run replaced the stored baseline, so three runs each 7 %
+    # slower than the last passed a 10 % tolerance while losing 14 %. The stored baseline
+    # keeps the best value per metric, so the third run fails against the first.
+    baseline = lab / "baseline" / "results.json"
+    mid = "te2/fio.iops[direction=read,job=seqread,transport=rdma]"
+    values = []
+    for step, factor in enumerate((1.0, 0.93, 0.93 * 0.93)):
+        facts = build_facts.lab_like_facts()
+        facts["te2"]["nvmeof_initiator_result"] = build_facts.scaled(facts["te2"]["nvmeof_initiator_result"], factor)
+        write_facts(str(lab / ("step%d" % step)), facts)
+        extra = {"fabric_report_run_id": "step%d" % step, "fabric_report_save_baseline": str(baseline),
+                 "fabric_report_plots": False}
+        if step:
+            extra["fabric_report_baseline"] = str(baseline)
+        rc, out = play(lab, extra, facts_dir="step%d" % step)
+        values.append(rc)
+        if step < 2:
+            assert rc == 0, out
+            stored = dict((m["id"], m) for m in json.loads(baseline.read_text())["metrics"])
+            first = json.loads((lab / "results" / "step0" / "results.json").read_text())
+            assert stored[mid]["value"] == [m for m in first["metrics"] if m["id"] == mid][0]["value"]
+    assert values[2] == 2
+    assert "te2: fio.iops[direction=read,job=seqread,transport=rdma] = " in out and "(baseline step1: " in out

@@ -8,8 +8,9 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "report"))
 
 import build_facts  # noqa: E402
-from ansible_collections.aiinfra.fabric.plugins.module_utils import report_checks as C  # noqa: E402
-from ansible_collections.aiinfra.fabric.plugins.module_utils import report_model as M  # noqa: E402
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report import checks as C  # noqa: E402
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report import judge as J, baseline as B, outliers as O  # noqa: E402
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report import collect as K, model as M  # noqa: E402
 
 
 def metric(host="h1", bench="nccl", name="busbw_peak", value=100.0, unit="GB/s", better=M.HIGHER, **labels):
@@ -108,56 +109,69 @@ def test_baseline_regressions_in_the_worse_direction():
     old = dict((m["id"], dict(m, value=v)) for m, v in zip(now, (100.0, 1000.0, 100.0)))
     old["h1/nccl.gone[x=1]"] = {"id": "h1/nccl.gone[x=1]", "host": "h1", "key": "nccl.gone[x=1]", "value": 3}
     old["other/nccl.gone[x=1]"] = {"id": "other/nccl.gone[x=1]", "host": "other", "key": "nccl.gone[x=1]", "value": 3}
-    checks = C.check_baseline(now, old, tolerance=0.1, warn=0.03, gate=True, run_id="r1", hosts={"h1"})
+    checks = B.check_baseline(now, old, tolerance=0.1, warn=0.03, gate=True, run_id="r1", hosts={"h1"})
     status = dict((c["id"], c["status"]) for c in checks)
     assert status[now[0]["id"]] == "fail"   # 15 % less bandwidth
     assert status[now[1]["id"]] == "fail"   # 15 % more latency
     assert status[now[2]["id"]] == "warn"   # 4 %: inside the tolerance, outside the warning band
-    assert status["h1/nccl.gone[x=1]"] == "warn"  # measured before, not now
+    assert status["h1/nccl.gone[x=1]"] == "fail"  # measured before, not now: a gated metric went missing
     assert "other/nccl.gone[x=1]" not in status   # a host not in this run is not reported missing
     fail = [c for c in checks if c["id"] == now[0]["id"]][0]
     assert "baseline r1: 100 GB/s, -15.0%" in fail["message"]
-    better = C.check_baseline([metric(value=150.0)], {now[0]["id"]: dict(now[0], value=100.0)})
+    better = B.check_baseline([metric(value=150.0)], {now[0]["id"]: dict(now[0], value=100.0)})
     assert better[0]["status"] == "pass"
 
 
 def test_load_baseline_rejects_other_documents():
     with pytest.raises(M.ReportError, match="is not a fabric_report results.json"):
-        C.load_baseline({"schema": "something"}, origin="old.json")
-    assert C.load_baseline({"schema": M.SCHEMA, "metrics": [metric()]}) == {metric()["id"]: metric()}
+        B.load_baseline({"schema": "something"}, origin="old.json")
+    assert B.load_baseline({"schema": M.SCHEMA, "metrics": [metric()]}) == {metric()["id"]: metric()}
 
 
 def test_outlier_far_below_the_median_of_its_peers():
     ms = [metric(host="g%d" % i, value=v) for i, v in enumerate((100.0, 98.0, 102.0, 65.0))]
-    checks = C.check_outliers(ms, threshold=0.3, min_peers=2)
+    checks = O.check_outliers(ms)
     status = dict((c["host"], c["status"]) for c in checks)
     assert status == {"g0": "pass", "g1": "pass", "g2": "pass", "g3": "warn"}
     (bad,) = [c for c in checks if c["status"] != "pass"]
-    assert "median of 3 peer host(s) 100 GB/s, -35.0% (outlier)" in bad["message"]
-    assert [c["status"] for c in C.check_outliers(ms, gate=True) if c["host"] == "g3"] == ["fail"]
+    assert "median of 4 hosts 99 GB/s, -34.3%" in bad["message"] and bad["message"].endswith("(outlier)")
+    assert [c["status"] for c in O.check_outliers(ms, gate=True) if c["host"] == "g3"] == ["fail"]
     # Latency: higher is worse.
     lat = [metric(host="g%d" % i, name="lat_p99", value=v, unit="us", better=M.LOWER) for i, v in
            enumerate((10.0, 11.0, 10.5, 16.0))]
-    assert [c["host"] for c in C.check_outliers(lat) if c["status"] != "pass"] == ["g3"]
+    assert [c["host"] for c in O.check_outliers(lat) if c["status"] != "pass"] == ["g3"]
 
 
-def test_outliers_need_peers_of_the_same_kind():
-    ms = [metric(host="g0", value=100.0), metric(host="g1", value=50.0)]
-    assert C.check_outliers(ms, min_peers=2) == []
-    assert [c["status"] for c in C.check_outliers(ms, min_peers=1)] == ["pass", "warn"]
-    other_gpu = metric(host="g2", value=100.0)
+def test_outlier_rule_follows_the_spread_not_a_fixed_band():
+    # Failed before (fixed -30 % band around the peers' median): a host 20 % under five
+    # hosts within 1 % of each other passed; the robust spread flags it.
+    tight = [metric(host="g%d" % i, value=v) for i, v in enumerate((100.0, 100.5, 99.5, 100.2, 99.8, 80.0))]
+    assert [c["host"] for c in O.check_outliers(tight) if c["status"] != "pass"] == ["g5"]
+    # ... and a group whose hosts naturally spread widely does not flag its slowest member.
+    wide = [metric(host="g%d" % i, value=v) for i, v in enumerate((100.0, 72.0, 128.0, 85.0, 115.0, 69.0))]
+    assert [c for c in O.check_outliers(wide) if c["status"] != "pass"] == []
+    # Identical hosts (MAD 0) and a 5 % slower one: inside the minimum deviation (10 %).
+    same = [metric(host="g%d" % i, value=v) for i, v in enumerate((100.0, 100.0, 100.0, 95.0))]
+    assert [c for c in O.check_outliers(same) if c["status"] != "pass"] == []
+
+
+def test_outliers_need_enough_hosts_of_the_same_kind():
+    ms = [metric(host="g%d" % i, value=v) for i, v in enumerate((100.0, 100.0, 50.0))]
+    assert O.check_outliers(ms) == []                                  # 3 hosts < min_hosts 4
+    assert [c["status"] for c in O.check_outliers(ms, min_hosts=3)] == ["pass", "pass", "warn"]
+    other_gpu = metric(host="g3", value=100.0)
     other_gpu["gpu_model"] = "NVIDIA A100"
-    assert C.check_outliers([ms[1], other_gpu], min_peers=1) == []
-    multi = [metric(host="g%d" % i, value=v, test="all_reduce", scope="multi") for i, v in enumerate((1.0, 9.0, 9.0))]
-    assert C.check_outliers(multi, min_peers=1) == []
+    assert O.check_outliers(ms + [other_gpu]) == []                    # not a peer: still 3 of a kind
+    multi = [metric(host="g%d" % i, value=v, test="all_reduce", scope="multi") for i, v in enumerate((1.0, 9.0, 9.0, 9.0))]
+    assert O.check_outliers(multi) == []
 
 
 def test_evaluate_real_run_and_failure_lines():
-    benchmarks, hosts = M.collect(build_facts.lab_like_facts())
+    benchmarks, hosts = K.collect(build_facts.lab_like_facts())
     metrics = M.derive_metrics(benchmarks, hosts)
     refs = C.normalize_references([{"metric": "fio.iops", "match": {"job": "seqread"}, "target": 10000,
                                     "lower": -0.1, "unit": "IOPS"}])
-    checks, summary = C.evaluate(metrics, refs=refs, outlier_opts={"threshold": 0.3, "min_peers": 2})
+    checks, summary = J.evaluate(metrics, refs=refs, outlier_opts={})
     assert summary["status"] == "fail" and len(summary["failures"]) == 1
     iops = [m for m in metrics if m["id"] == "te2/fio.iops[direction=read,job=seqread,transport=rdma]"][0]
     line = summary["failures"][0]

@@ -1,7 +1,7 @@
 """report.html opened in headless Chromium: the plots render, the page logs no console errors.
 
 Needs Debian's ``chromium`` package (scripts/setup installs it). The page under test
-is the one report_render writes for facts built from real outputs
+is the one module_utils.report.render writes for facts built from real outputs
 (tests/fixtures/report/build_facts.py). A copy of it gets a small probe script
 appended (test instrumentation only, not part of the report) that logs how many
 images decoded; Chromium's console log (--enable-logging=stderr) is then searched
@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "fi
 
 import build_facts  # noqa: E402
 from test_report_render import document  # noqa: E402
-from ansible_collections.aiinfra.fabric.plugins.module_utils import report_render as R  # noqa: E402
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report import render as R  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs headless Chromium: apt-get install -y chromium")

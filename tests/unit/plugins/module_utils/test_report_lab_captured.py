@@ -11,9 +11,9 @@ import os
 
 import pytest
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils import report_checks as C
-from ansible_collections.aiinfra.fabric.plugins.module_utils import report_model as M
-from ansible_collections.aiinfra.fabric.plugins.module_utils import report_render as R
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report import judge as J, baseline as B  # noqa: E402
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report import collect as K, model as M
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report import render as R
 
 HERE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "report", "lab_captured")
 
@@ -32,7 +32,7 @@ def ids(metrics, name):
 
 
 def test_lab_run_metrics(captured):
-    benchmarks, hosts = M.collect(captured)
+    benchmarks, hosts = K.collect(captured)
     assert sorted(hosts) == ["te1", "te2"] and hosts["te2"]["transport"] == "rdma"
     fio_job = captured["te2"]["nvmeof_initiator_result"]["fio"]["jobs"][0]
     metrics = M.derive_metrics(benchmarks, hosts)
@@ -49,20 +49,20 @@ def test_lab_run_metrics(captured):
     assert all(r["implementation"].startswith("openmpi ") for r in benchmarks["mpi"])
     lat = [r for r in benchmarks["mpi"] if r["test"] == "latency"][0]
     assert lat["scope"] == "multi" and lat["hosts"] == ["te1", "te2"] and len(lat["rows"]) > 5
-    checks, summary = C.evaluate(metrics, outlier_opts={"threshold": 0.3, "min_peers": 2})
+    checks, summary = J.evaluate(metrics, outlier_opts={})
     assert summary["status"] == "pass" and summary["checks"]["pass"] == len(checks)
 
 
 def test_lab_run_renders_and_a_degraded_copy_fails_against_it(captured):
-    benchmarks, hosts = M.collect(captured)
+    benchmarks, hosts = K.collect(captured)
     metrics = M.derive_metrics(benchmarks, hosts)
     doc = {"schema": M.SCHEMA, "schema_version": M.SCHEMA_VERSION,
            "run": {"id": "lab", "generated": "2026-11-30T05:46:07Z", "label": ""}, "hosts": hosts,
            "benchmarks": benchmarks, "metrics": metrics, "baseline": None}
-    doc["checks"], doc["summary"] = C.evaluate(metrics)
+    doc["checks"], doc["summary"] = J.evaluate(metrics)
     files = R.render_files(doc, plots=False)
     assert {"fio.csv", "mpi.csv", "nvmeof.csv"} <= set(files)
-    baseline = C.load_baseline(json.loads(files["results.json"]))
+    baseline = B.load_baseline(json.loads(files["results.json"]))
 
     worse = copy.deepcopy(captured)
     jobs = worse["te1"]["mpi_bench_result"]["jobs"]
@@ -71,8 +71,8 @@ def test_lab_run_renders_and_a_degraded_copy_fails_against_it(captured):
         for row in table["rows"]:
             row["latency_us"] *= 1.5  # constructed: the real run's latencies, 50 % higher
     worse["te2"]["mpi_bench_result"] = worse["te1"]["mpi_bench_result"]
-    metrics2 = M.derive_metrics(*M.collect(worse))
-    checks, summary = C.evaluate(metrics2, baseline=baseline, baseline_opts={"run_id": "lab"})
+    metrics2 = M.derive_metrics(*K.collect(worse))
+    checks, summary = J.evaluate(metrics2, baseline=baseline, baseline_opts={"run_id": "lab"})
     assert summary["status"] == "fail"
     failed = [c for c in checks if c["status"] == "fail"]
     assert sorted(c["metric"] for c in failed) == ["mpi.latency_max_size", "mpi.latency_min_size"]

@@ -13,7 +13,7 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "report"))
 
 import build_facts  # noqa: E402
-from ansible_collections.aiinfra.fabric.plugins.module_utils import report_model as M  # noqa: E402
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report import collect as K, model as M  # noqa: E402
 
 
 def by_id(metrics):
@@ -22,7 +22,7 @@ def by_id(metrics):
 
 def test_nccl_multi_node_run_from_real_output():
     run = build_facts.nccl_run("cscs_gh200_all_reduce_srun_2.17.1.txt", "all_reduce")
-    (rec,) = M.adapt_nccl("gpu1", {"runs": [run]})
+    (rec,) = K.adapt_nccl("gpu1", {"runs": [run]})
     assert rec["test"] == "all_reduce"
     assert rec["scope"] == "multi" and rec["hosts"] == ["nid005471", "nid005487"]
     assert rec["nranks"] == 8 and rec["gpu_model"] == "NVIDIA GH200 120GB"
@@ -40,7 +40,7 @@ def test_nccl_unchecked_run_has_no_wrong_metric():
     # DeepOps' expected output prints N/A in the error columns: checking was off.
     run = build_facts.nccl_run("deepops_all_reduce_error_na.txt", "all_reduce")
     run.pop("wrong_total")
-    (rec,) = M.adapt_nccl("gpu1", run)  # a single run dict is accepted too
+    (rec,) = K.adapt_nccl("gpu1", run)  # a single run dict is accepted too
     assert rec["wrong_total"] is None
     metrics = M.derive_metrics({"nccl": [rec]}, {})
     assert not [m for m in metrics if m["metric"] == "wrong"]
@@ -51,7 +51,7 @@ def test_nccl_peak_computed_from_rows_when_the_fact_lacks_it():
     run = build_facts.nccl_run("gtx1080_all_reduce_g2_error_column.txt", "all_reduce_perf")
     for k in ("peak_busbw", "peak_busbw_size", "largest_size_busbw", "wrong_total"):
         run.pop(k)
-    (rec,) = M.adapt_nccl("gpu1", [run])
+    (rec,) = K.adapt_nccl("gpu1", [run])
     best = max(rec["rows"], key=lambda r: r["out_of_place"]["busbw"])
     assert rec["test"] == "all_reduce"  # _perf dropped
     assert rec["peak_busbw"] == best["out_of_place"]["busbw"] and rec["peak_size"] == best["size"]
@@ -62,7 +62,7 @@ def test_nccl_peak_computed_from_rows_when_the_fact_lacks_it():
 @pytest.mark.parametrize("fact", [None, {}, [], {"runs": []}, {"runs": [{}]}, {"rows": 7}, {"runs": [None, "x"]},
                                   {"runs": [{"rows": [{"size": "N/A"}, "junk", {"size": 8, "out_of_place": None}]}]}])
 def test_nccl_adapter_survives_missing_parts(fact):
-    records = M.adapt_nccl("h", fact)
+    records = K.adapt_nccl("h", fact)
     for rec in records:
         assert rec["host"] == "h"
         M.derive_metrics({"nccl": [rec]}, {})
@@ -70,7 +70,7 @@ def test_nccl_adapter_survives_missing_parts(fact):
 
 def test_mpi_osu_tables_and_metrics():
     facts = build_facts.lab_like_facts()["te1"]
-    records = M.adapt_mpi("te1", facts["mpi_bench_result"])
+    records = K.adapt_mpi("te1", facts["mpi_bench_result"])
     kinds = dict((r["program"], r["kind"]) for r in records)
     assert kinds == {"osu_latency": "latency", "osu_bw": "bandwidth", "osu_allreduce": "collective"}
     lat = [r for r in records if r["program"] == "osu_latency"][0]
@@ -98,26 +98,27 @@ def test_mpi_seed_sums_become_a_check(received, passed):
     run = {"program": "reduce_mpi", "np": 3, "hosts": [{"name": "te1", "slots": 2}, {"name": "te2", "slots": 1}],
            "rc": 0, "parsed": __import__("ansible_collections.aiinfra.fabric.plugins.module_utils.mpi_parsers",
                                          fromlist=["x"]).parse_seed(SEED_OUTPUT % received)}
-    (rec,) = M.adapt_mpi("te1", [run])
+    (rec,) = K.adapt_mpi("te1", [run])
     assert rec["check_passed"] is passed and rec["hosts"] == ["te1", "te2"] and rec["kind"] == "check"
-    (metric,) = M.derive_metrics({"mpi": [rec]}, {})
+    metric, ran = M.derive_metrics({"mpi": [rec]}, {})
     assert metric["metric"] == "check_passed" and metric["value"] is passed
+    assert ran["metric"] == "run_passed" and ran["value"] is True     # rc 0: the job itself ran
 
 
 def test_mpi_adapter_accepts_plain_rows_and_imb_columns():
     run = {"name": "pingpong", "program": "/usr/lib/x86_64-linux-gnu/imb/IMB-MPI1", "np": 2, "hosts": "te1,te2",
            "parsed": build_facts.mpi_parsers.parse_imb(build_facts.read("imb", "imb2018_pingpong_oci.txt"))}
-    (rec,) = M.adapt_mpi("te1", run)
+    (rec,) = K.adapt_mpi("te1", run)
     assert rec["program"] == "IMB-MPI1" and rec["test"] == "pingpong" and rec["kind"] == "bandwidth"
     assert rec["rows"] and all(r["latency_us"] is not None for r in rec["rows"])
-    (plain,) = M.adapt_mpi("te2", {"program": "x", "rows": [{"size": 8, "latency_us": 2.5}, {"size": 1, "latency_us": 2}]})
+    (plain,) = K.adapt_mpi("te2", {"program": "x", "rows": [{"size": 8, "latency_us": 2.5}, {"size": 1, "latency_us": 2}]})
     assert [r["size"] for r in plain["rows"]] == [1, 8] and plain["kind"] == "latency"
 
 
 def test_fio_records_match_the_parser():
     fact = build_facts.initiator_fact()
     parsed = fact["fio"]
-    records = M.adapt_fio("te2", fact)
+    records = K.adapt_fio("te2", fact)
     assert [(r["job"], r["direction"]) for r in records] == [("seqread", "read"), ("randwrite", "write")]
     read = records[0]
     assert read["iops"] == parsed["jobs"][0]["read"]["iops"]
@@ -131,12 +132,12 @@ def test_fio_records_match_the_parser():
 
 
 def test_fio_adapter_without_fio_or_with_junk():
-    assert M.adapt_fio("h", {"io_check": {"passed": True}}) == []
-    assert M.adapt_fio("h", {"fio": {"jobs": [None, {"name": "j", "read": None, "write": {"iops": "N/A"}}]}}) == []
+    assert K.adapt_fio("h", {"io_check": {"passed": True}}) == []
+    assert K.adapt_fio("h", {"fio": {"jobs": [None, {"name": "j", "read": None, "write": {"iops": "N/A"}}]}}) == []
 
 
 def test_nvmeof_records_and_collect():
-    benchmarks, hosts = M.collect({
+    benchmarks, hosts = K.collect({
         # The shapes the nvmeof_target / nvmeof_initiator roles publish.
         "te1": {"nvmeof_target_result": {"transport": "rdma", "nqn": "nqn.2026-11.io.aiinfra:lab", "port_id": 1,
                                          "address": "10.99.0.1", "trsvcid": "4420"}},
@@ -157,15 +158,15 @@ def test_nvmeof_records_and_collect():
 
 def test_collect_rejects_bad_shapes_with_names():
     with pytest.raises(M.ReportError, match="host facts must be a mapping"):
-        M.collect(["te1"])
+        K.collect(["te1"])
     with pytest.raises(M.ReportError, match="facts of host 'te1'"):
-        M.collect({"te1": "nope"})
+        K.collect({"te1": "nope"})
 
 
 def test_metric_ids_are_stable_and_sorted():
-    benchmarks, hosts = M.collect(build_facts.lab_like_facts())
+    benchmarks, hosts = K.collect(build_facts.lab_like_facts())
     first = M.derive_metrics(benchmarks, hosts)
-    again = M.derive_metrics(*M.collect(build_facts.lab_like_facts()))
+    again = M.derive_metrics(*K.collect(build_facts.lab_like_facts()))
     assert [m["id"] for m in first] == [m["id"] for m in again] == sorted(m["id"] for m in first)
     assert len(set(m["id"] for m in first)) == len(first)
 
@@ -191,7 +192,7 @@ def mpi_bench_fact(sum_received=6):
 
 def test_mpi_bench_role_fact_counted_once_on_the_launcher():
     fact = mpi_bench_fact()
-    benchmarks, hosts = M.collect({"te1": {"mpi_bench_result": fact}, "te2": {"mpi_bench_result": dict(fact)}})
+    benchmarks, hosts = K.collect({"te1": {"mpi_bench_result": fact}, "te2": {"mpi_bench_result": dict(fact)}})
     assert [(r["host"], r["run"]) for r in benchmarks["mpi"]] == [("te1", "multi_node:reduce"),
                                                                   ("te1", "benchmark:latency")]
     reduce_rec, lat = benchmarks["mpi"]
@@ -200,6 +201,6 @@ def test_mpi_bench_role_fact_counted_once_on_the_launcher():
     # A node that ran its own, different job keeps its record.
     other = mpi_bench_fact(sum_received=5)
     other["launched_from"] = "te2"
-    benchmarks = M.collect({"te1": {"mpi_bench_result": fact}, "te2": {"mpi_bench_result": other}})[0]
+    benchmarks = K.collect({"te1": {"mpi_bench_result": fact}, "te2": {"mpi_bench_result": other}})[0]
     assert sorted(set(r["host"] for r in benchmarks["mpi"])) == ["te1", "te2"]
     assert [r["check_passed"] for r in benchmarks["mpi"] if r["program"] == "reduce_mpi"] == [True, False]

@@ -14,18 +14,19 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "report"))
 
 import build_facts  # noqa: E402
-from ansible_collections.aiinfra.fabric.plugins.module_utils import report_checks as C  # noqa: E402
-from ansible_collections.aiinfra.fabric.plugins.module_utils import report_model as M  # noqa: E402
-from ansible_collections.aiinfra.fabric.plugins.module_utils import report_render as R  # noqa: E402
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report import checks as C  # noqa: E402
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report import judge as J  # noqa: E402
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report import collect as K, model as M  # noqa: E402
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report import render as R  # noqa: E402
 
 pytest.importorskip("matplotlib")
 
 
 def document(facts=None, refs=None):
-    benchmarks, hosts = M.collect(build_facts.lab_like_facts() if facts is None else facts)
+    benchmarks, hosts = K.collect(build_facts.lab_like_facts() if facts is None else facts)
     metrics = M.derive_metrics(benchmarks, hosts)
-    checks, summary = C.evaluate(metrics, refs=C.normalize_references(refs or []),
-                                 outlier_opts={"threshold": 0.3, "min_peers": 2})
+    checks, summary = J.evaluate(metrics, refs=C.normalize_references(refs or []),
+                                 outlier_opts={})
     return {"schema": M.SCHEMA, "schema_version": M.SCHEMA_VERSION,
             "run": {"id": "20261130T050000Z", "generated": "2026-11-30T05:00:00Z", "label": "unit <test>",
                     "controller": "ctl"},
@@ -107,4 +108,56 @@ def test_without_plots_no_matplotlib_needed():
 def test_empty_run_renders():
     files = R.render_files(document(facts={}))
     assert sorted(files) == ["checks.csv", "metrics.csv", "report.html", "results.json", "summary.md"]
-    assert "**Status: PASS** - 0 metrics" in files["summary.md"]
+    # Failed before: an empty report said PASS.
+    assert "**Status: FAIL** - 0 metrics" in files["summary.md"]
+    assert "no results to report" in files["summary.md"] and "no results to report" in files["report.html"]
+
+
+def test_csv_cells_that_a_spreadsheet_would_run_are_neutralized():
+    # Failed before: a job name or host name starting with = + - @ went into the CSV as is.
+    facts = build_facts.lab_like_facts()
+    facts["te2"]["nvmeof_initiator_result"]["fio"]["jobs"][0]["name"] = '=HYPERLINK("http://x","y")'
+    facts["te2"]["nvmeof_initiator_result"]["device"] = "@SUM(A1)"
+    files = R.render_files(document(facts=facts), plots=False)
+    rows = list(csv.reader(io.StringIO(files["fio.csv"])))
+    cells = [c for row in rows for c in row]
+    assert "'=HYPERLINK(\"http://x\",\"y\")" in cells and "'@SUM(A1)" in cells
+    assert not [c for c in cells if c[:1] in ("=", "+", "@")]
+    assert not [c for c in cells if c[:1] == "-" and not _number(c)]
+    assert not [c for row in csv.reader(io.StringIO(files["metrics.csv"])) for c in row if c[:1] in ("=", "@")]
+    # Negative numbers stay numbers.
+    assert R._cell(-3.5) == -3.5 and R._cell("-12") == "-12"
+
+
+def _number(text):
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def test_values_cannot_inject_markup_into_summary_md_or_report_html():
+    # Failed before for summary.md: only "|" and newlines were escaped, so a job name (or a
+    # failure line quoting it) put live HTML into a Markdown viewer.
+    facts = build_facts.lab_like_facts()
+    evil = "<img src=x onerror=alert(1)>|`x`"
+    facts["te2"]["nvmeof_initiator_result"]["fio"]["jobs"][0]["name"] = evil
+    doc = document(facts=facts, refs=[{"metric": "fio.iops", "target": 1e9, "lower": -0.1}])
+    files = R.render_files(doc, plots=False)
+    assert "<img src=x" not in files["summary.md"] and "&lt;img src=x onerror=alert(1)&gt;\\|\\`x\\`" in files["summary.md"]
+    assert "<img src=x" not in files["report.html"] and "&lt;img src=x onerror=alert(1)&gt;" in files["report.html"]
+    # Failures come first in the page, and a failure links to the plot of its metric.
+    page = R.render_files(doc)["report.html"]
+    assert page.index("<h2 id=\"failures\">") < page.index("<h2>Hosts</h2>") < page.index("<h2>fio</h2>")
+    assert '<a href="#fio-throughput">(plot)</a>' in page and '<figure id="fio-throughput">' in page
+    assert '<details id="host-te2">' in page
+
+
+def test_pages_come_from_the_shipped_templates(tmp_path):
+    (tmp_path / "report.html.j2").write_text("<p>{{ run.id }} {{ summary.status }}</p>")
+    (tmp_path / "summary.md.j2").write_text("{{ run.label | md }}")
+    files = R.render_files(document(), plots=False, template_dir=str(tmp_path))
+    assert files["report.html"] == "<p>20261130T050000Z pass</p>"
+    assert files["summary.md"] == "unit &lt;test&gt;"
+    assert os.path.isfile(os.path.join(R.TEMPLATE_DIR, "report.html.j2"))

@@ -1,78 +1,21 @@
 # -*- coding: utf-8 -*-
 # Copyright: aiinfra.fabric contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The results model of fabric_report: benchmark facts -> one versioned document.
+"""Result facts -> benchmark records: one adapter per fact the roles publish.
 
 Each benchmark role publishes one fact per host (``nccl_tests_result``,
 ``mpi_bench_result``, ``nvmeof_initiator_result``, ``nvmeof_target_result``). The
-adapters here accept the documented shapes of those facts and are lenient about
-what is missing: a fact without rows gives a record without rows, never an
-exception. Every adapter returns plain dicts in the schema of docs/results-schema.md.
-
-From the records, :func:`derive_metrics` produces the flat list of scalar metrics
-that references, baselines and the outlier check work on. A metric's ``key`` names
-what was measured independently of the host (benchmark, metric name, labels); its
-``id`` adds the host, so the same measurement can be found in a baseline.
-
-Pure functions only; runs on the controller (the fabric_report action plugin), kept
-compatible with Python 3.8+ like the rest of module_utils.
+adapters read the shapes the roles really set (see docs/results-schema.md) and
+return plain dicts in the schema of the results document. A fact whose own verdict
+says it failed becomes a failed *run* record, which the checks turn into a failure.
 """
 
 from __future__ import annotations
 
-import math
+import json
 
-SCHEMA = "aiinfra.fabric.results"
-SCHEMA_VERSION = 1
-
-# The facts fabric_report collects, in the order the report lists them.
-RESULT_FACTS = ("nvmeof_target_result", "nvmeof_initiator_result", "mpi_bench_result", "nccl_tests_result")
-BENCHMARKS = ("nvmeof", "fio", "mpi", "nccl")
-
-HIGHER = "higher"
-LOWER = "lower"
-EXACT = "exact"
-
-# fio latency percentiles as the fio parser (module_utils/nvme/fio.py) publishes them.
-FIO_PERCENTILES = ("p50", "p90", "p95", "p99", "p99_9")
-
-
-class ReportError(Exception):
-    """Bad input to the report: the message names the parameter/fact and the value."""
-
-
-# --------------------------------------------------------------------------- helpers
-
-def _num(value, default=None):
-    """A finite float from an int/float/numeric string; ``default`` otherwise."""
-    if isinstance(value, bool) or value is None:
-        return default
-    if isinstance(value, (int, float)):
-        result = float(value)
-    else:
-        text = str(value).strip()
-        if not text or text.upper() in ("N/A", "NA", "-", "NAN"):
-            return default
-        try:
-            result = float(text)
-        except ValueError:
-            return default
-    return result if math.isfinite(result) else default
-
-
-def _int(value, default=None):
-    result = _num(value)
-    return int(result) if result is not None else default
-
-
-def _first(mapping, *names, **kw):
-    """The first of ``names`` present (not None) in ``mapping``."""
-    if not isinstance(mapping, dict):
-        return kw.get("default")
-    for name in names:
-        if mapping.get(name) is not None:
-            return mapping[name]
-    return kw.get("default")
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.model import (
+    BENCHMARKS, FIO_PERCENTILES, RESULT_FACTS, ReportError, _first, _host_names, _int, _num)
 
 
 def _runs(fact, list_keys=("runs", "jobs", "results", "tests")):
@@ -98,21 +41,33 @@ def _runs(fact, list_keys=("runs", "jobs", "results", "tests")):
     return []
 
 
-def _host_names(hosts):
-    """``["a", {"name": "b", "slots": 2}]`` -> ``["a", "b"]``; a comma string splits."""
-    if hosts is None:
-        return []
-    if isinstance(hosts, str):
-        return [h.strip() for h in hosts.replace("+", ",").split(",") if h.strip()]
-    out = []
-    for h in hosts if isinstance(hosts, (list, tuple)) else [hosts]:
-        if isinstance(h, dict):
-            name = _first(h, "name", "host", "hostname")
-            if name:
-                out.append(str(name))
-        elif h is not None:
-            out.append(str(h))
-    return out
+def _text(value):
+    if isinstance(value, (list, tuple)):
+        return "; ".join(str(v).strip() for v in value if v not in (None, ""))
+    return "" if value is None else str(value).strip()
+
+
+def verdict(result):
+    """``(passed, reason)`` from a result's own verdict: ``failed``, ``passed``, ``msg``, ``rc``.
+
+    A result that says it failed (``failed: true``, ``passed: false``), or carries an error
+    message without saying it passed, or a non-zero ``rc``, or ``failed_checks``, did not pass.
+    """
+    if not isinstance(result, dict):
+        return None, ""
+    reason = _text(_first(result, "failure", "failures", "failed_checks")) or _text(result.get("msg"))
+    if result.get("failed") is True:
+        return False, reason or "the result says failed"
+    if result.get("passed") is False:
+        return False, reason or "the result says passed: false"
+    if _text(result.get("failed_checks")):
+        return False, _text(result.get("failed_checks"))
+    rc = _int(result.get("rc"))
+    if rc not in (None, 0):
+        return False, reason or "exit status %d" % rc
+    if _text(result.get("msg")) and result.get("passed") is not True:
+        return False, _text(result.get("msg"))
+    return True, ""
 
 
 # --------------------------------------------------------------------------- NCCL
@@ -148,10 +103,41 @@ def _nccl_version(version):
     return version
 
 
-def adapt_nccl(host, fact):
-    """``nccl_tests_result`` -> NCCL run records (one per test run)."""
+def _nccl_runs(fact):
+    """``(scope, run)`` pairs: the role's ``single_node``/``multi_node`` lists, else any run list.
+
+    ``scope`` is None when the fact does not say which list a run came from.
+    """
+    if isinstance(fact, dict) and ("single_node" in fact or "multi_node" in fact):
+        out = []
+        for scope, key in (("single", "single_node"), ("multi", "multi_node")):
+            runs = fact.get(key) or []
+            if not isinstance(runs, list):
+                raise ReportError("nccl_tests_result.%s must be a list of runs, got %s" % (key, type(runs).__name__))
+            out += [(scope, r) for r in runs if isinstance(r, dict)]
+        return out
+    return [(None, r) for r in _runs(fact)]
+
+
+def _nccl_sizes(run):
+    """``8-128M`` from the run's minbytes/maxbytes (the size matrix runs a test once per range)."""
+    lo, hi = run.get("minbytes"), run.get("maxbytes")
+    return "%s-%s" % (lo, hi) if lo is not None and hi is not None else None
+
+
+def adapt_nccl(host, fact, seen=None):
+    """``nccl_tests_result`` -> NCCL run records (one per test run).
+
+    ``seen`` (a set shared across hosts) drops multi-node runs already taken from another
+    host: the role runs the group's matrix once and registers it on every host.
+    """
     records = []
-    for idx, run in enumerate(_runs(fact)):
+    for idx, (scope, run) in enumerate(_nccl_runs(fact)):
+        if scope == "multi" and seen is not None:
+            fingerprint = json.dumps(run, sort_keys=True, default=str)
+            if fingerprint in seen:
+                continue
+            seen.add(fingerprint)
         rows = run.get("rows") if isinstance(run.get("rows"), list) else []
         rows = [_nccl_row(r) for r in rows if isinstance(r, dict)]
         rows = [r for r in rows if r["size"] is not None]
@@ -195,7 +181,8 @@ def adapt_nccl(host, fact):
             "run": str(_first(run, "label", "id", default="%s#%d" % (test, idx))),
             "test": test,
             "hosts": run_hosts or [host],
-            "scope": "multi" if len(run_hosts) > 1 else "single",
+            "scope": scope or ("multi" if len(run_hosts) > 1 else "single"),
+            "sizes": _nccl_sizes(run),
             "nranks": _int(_first(run, "nranks", "np"), len(devices) or None),
             "version": _nccl_version(_first(run, "version", "nccl_version")),
             "devices": devices,
@@ -211,6 +198,7 @@ def adapt_nccl(host, fact):
             "failed": bool(run.get("failed")),
             "msg": run.get("msg"),
         })
+        records[-1]["passed"], records[-1]["failure"] = verdict(run)
     return records
 
 
@@ -308,6 +296,7 @@ def adapt_mpi(host, fact):
             "check_passed": _mpi_check(run), "rc": rc, "duration": _num(run.get("duration")),
             "failed": bool(run.get("failed")) or (rc is not None and rc != 0), "msg": run.get("msg"),
         }
+        base["passed"], base["failure"] = verdict(run)
         tables = _mpi_tables(run) or [{}]
         for table in tables:
             rec = dict(base)
@@ -410,6 +399,8 @@ def adapt_nvmeof(host, role, fact):
         "io_sha256": _first(io, "sha256", "checksum", "sha256_read"),
         "fio_version": (fact.get("fio") or {}).get("fio_version") if isinstance(fact.get("fio"), dict) else None,
         "failed": bool(fact.get("failed")),
+        "passed": verdict(fact)[0],
+        "failure": verdict(fact)[1],
     }
 
 
@@ -423,6 +414,14 @@ def _published_by_other(host, name, fact, host_facts):
     return (host_facts[launcher] or {}).get(name) == fact
 
 
+def _fact_verdict(bench, host, benchmark, name, fact, records):
+    """A fact that says it failed, when none of its runs' records carries that failure."""
+    passed, reason = verdict(fact if isinstance(fact, dict) else {})
+    if passed is not False or any(r.get("passed") is False for r in records):
+        return
+    bench["verdicts"].append({"host": host, "benchmark": benchmark, "fact": name, "passed": False, "failure": reason})
+
+
 def collect(host_facts, host_info=None):
     """Turn ``{host: {fact_name: value}}`` into the benchmarks part of the document.
 
@@ -434,7 +433,9 @@ def collect(host_facts, host_info=None):
         raise ReportError("host facts must be a mapping of host name to facts, got %s" % type(host_facts).__name__)
     host_info = host_info or {}
     bench = dict((b, []) for b in BENCHMARKS)
+    bench["verdicts"] = []
     hosts = {}
+    seen_multi = set()
     for host in sorted(host_facts):
         facts = host_facts[host] or {}
         if not isinstance(facts, dict):
@@ -447,9 +448,13 @@ def collect(host_facts, host_info=None):
             bench["fio"].extend(adapt_fio(host, facts["nvmeof_initiator_result"]))
         mpi = facts.get("mpi_bench_result")
         if mpi is not None and not _published_by_other(host, "mpi_bench_result", mpi, host_facts):
-            bench["mpi"].extend(adapt_mpi(host, mpi))
+            records = adapt_mpi(host, mpi)
+            bench["mpi"].extend(records)
+            _fact_verdict(bench, host, "mpi", "mpi_bench_result", mpi, records)
         if facts.get("nccl_tests_result") is not None:
-            bench["nccl"].extend(adapt_nccl(host, facts["nccl_tests_result"]))
+            records = adapt_nccl(host, facts["nccl_tests_result"], seen_multi)
+            bench["nccl"].extend(records)
+            _fact_verdict(bench, host, "nccl", "nccl_tests_result", facts["nccl_tests_result"], records)
         present = [f for f in RESULT_FACTS if facts.get(f) is not None]
         if not present:
             continue
@@ -463,74 +468,3 @@ def collect(host_facts, host_info=None):
         info["facts"] = present
         hosts[host] = info
     return bench, hosts
-
-
-# --------------------------------------------------------------------------- metrics
-
-def _metric(host, benchmark, name, value, unit, better, labels, info):
-    labels = dict((k, v) for k, v in labels.items() if v is not None)
-    key = "%s.%s" % (benchmark, name)
-    if labels:
-        key += "[" + ",".join("%s=%s" % (k, labels[k]) for k in sorted(labels)) + "]"
-    return {"id": "%s/%s" % (host, key), "key": key, "host": host, "benchmark": benchmark,
-            "metric": name, "value": value, "unit": unit, "better": better, "labels": labels,
-            "host_class": info.get("host_class"), "gpu_model": info.get("gpu_model"),
-            "transport": labels.get("transport") or info.get("transport")}
-
-
-def derive_metrics(benchmarks, hosts):
-    """The flat scalar metrics of a run, sorted by id."""
-    metrics = []
-
-    def add(host, *args):
-        m = _metric(host, *(args + ((hosts.get(host) or {}),)))
-        if m["value"] is not None:
-            metrics.append(m)
-
-    for r in benchmarks.get("nccl", []):
-        labels = {"test": r["test"], "scope": r["scope"], "nranks": r["nranks"]}
-        if r["scope"] == "multi":
-            labels["hosts"] = "+".join(r["hosts"])
-        info = dict(hosts.get(r["host"]) or {})
-        if r.get("gpu_model"):
-            info["gpu_model"] = r["gpu_model"]
-        for name, value in (("busbw_peak", r["peak_busbw"]), ("busbw_max_size", r["busbw_at_max_size"]),
-                            ("avg_busbw", r["avg_busbw"])):
-            if value is not None:
-                metrics.append(_metric(r["host"], "nccl", name, value, "GB/s", HIGHER, labels, info))
-        if r["wrong_total"] is not None:
-            metrics.append(_metric(r["host"], "nccl", "wrong", r["wrong_total"], "count", EXACT, labels, info))
-    for r in benchmarks.get("mpi", []):
-        labels = {"program": r["program"], "test": r["test"], "np": r["np"], "scope": r["scope"]}
-        if r["scope"] == "multi":
-            labels["hosts"] = "+".join(r["hosts"])
-        rows = r["rows"]
-        lat = [x for x in rows if x["latency_us"] is not None]
-        bw = [x for x in rows if x["bandwidth_mbps"] is not None]
-        if lat:
-            add(r["host"], "mpi", "latency_min_size", lat[0]["latency_us"], "us", LOWER,
-                dict(labels, size=lat[0]["size"]))
-            if len(lat) > 1:
-                add(r["host"], "mpi", "latency_max_size", lat[-1]["latency_us"], "us", LOWER,
-                    dict(labels, size=lat[-1]["size"]))
-        if bw:
-            best = max(bw, key=lambda x: x["bandwidth_mbps"])
-            add(r["host"], "mpi", "bandwidth_peak", best["bandwidth_mbps"], "MB/s", HIGHER, labels)
-        if r["check_passed"] is not None:
-            add(r["host"], "mpi", "check_passed", bool(r["check_passed"]), "bool", EXACT, labels)
-    for r in benchmarks.get("fio", []):
-        labels = {"job": r["job"], "direction": r["direction"], "transport": r["transport"]}
-        if r["iops"] is not None:
-            add(r["host"], "fio", "iops", r["iops"], "IOPS", HIGHER, labels)
-        if r["bw_bytes"] is not None:
-            add(r["host"], "fio", "bw", round(r["bw_bytes"] / 1048576.0, 3), "MiB/s", HIGHER, labels)
-        for p in ("p50", "p99", "p99_9"):
-            if r["lat_us"].get(p) is not None:
-                add(r["host"], "fio", "lat_%s" % p, r["lat_us"][p], "us", LOWER, labels)
-        add(r["host"], "fio", "error", r["error"], "errno", EXACT, labels)
-    for r in benchmarks.get("nvmeof", []):
-        if r["io_check"] is not None:
-            add(r["host"], "nvmeof", "io_check", r["io_check"], "bool", EXACT,
-                {"role": r["role"], "transport": r["transport"]})
-    metrics.sort(key=lambda m: m["id"])
-    return metrics

@@ -1,9 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: aiinfra.fabric contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Judging a run: built-in correctness checks, references, baselines and outliers.
+"""Judging a run: the check record, built-in correctness checks and references.
 
-Every judgement is a *check* on one metric (see report_model.derive_metrics)::
+Every judgement is a *check* on one metric (see report.model.derive_metrics)::
 
     {"id", "host", "key", "metric", "value", "unit", "source", "status", "gated",
      "target", "lower_bound", "upper_bound", "bound", "message"}
@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import fnmatch
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report_model import (
-    EXACT, HIGHER, LOWER, SCHEMA, ReportError)
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.model import EXACT, HIGHER, LOWER, ReportError
 
 PASS = "pass"
 WARN = "warn"
@@ -38,6 +37,10 @@ BUILTIN_EXPECT = {
     "fio.error": 0,
     "mpi.check_passed": True,
     "nvmeof.io_check": True,
+    # A result (a run, a job, a role's fact) that says it failed.
+    "nccl.run_passed": True,
+    "mpi.run_passed": True,
+    "nvmeof.run_passed": True,
 }
 
 # Selector keys a reference may match on besides the metric labels.
@@ -241,150 +244,47 @@ def check_builtin(metrics, gate=True):
         ok = (m["value"] is want) if isinstance(want, bool) else (m["value"] == want)
         status = PASS if ok else (FAIL if gate else WARN)
         msg = "%s = %s, expected %s" % (name, _fmt(m["value"]), _fmt(want))
-        checks.append(_check(m, "builtin", status, gate, want, None, None, msg, "builtin correctness check"))
+        detail = "builtin correctness check"
+        if not ok and m.get("note"):
+            detail = "builtin: %s" % " ".join(str(m["note"]).split())
+            msg += " (%s)" % detail
+        checks.append(_check(m, "builtin", status, gate, want, None, None, msg, detail))
     return checks
 
 
-# --------------------------------------------------------------------------- baseline
+def check_missing_references(metrics, refs, hosts):
+    """A gated reference that applies to a host but found no metric there: the metric is missing.
 
-def load_baseline(document, origin="baseline"):
-    if not isinstance(document, dict) or document.get("schema") != SCHEMA:
-        raise ReportError("%s is not a fabric_report results.json (schema %r, expected %r)"
-                          % (origin, (document or {}).get("schema") if isinstance(document, dict) else None, SCHEMA))
-    metrics = document.get("metrics")
-    if not isinstance(metrics, list):
-        raise ReportError("%s has no metrics list" % origin)
-    return dict((m["id"], m) for m in metrics if isinstance(m, dict) and "id" in m)
-
-
-def check_baseline(metrics, baseline, tolerance=0.1, warn=0.05, gate=True, run_id=None, hosts=None):
-    """Compare each numeric metric with the same id in the baseline, in its worse direction."""
-    checks = []
-    seen = set()
-    label = "baseline %s" % (run_id or "")
-    for m in metrics:
-        old = baseline.get(m["id"])
-        seen.add(m["id"])
-        if old is None or m["better"] not in (HIGHER, LOWER):
-            continue
-        target = old.get("value")
-        if isinstance(target, bool) or not isinstance(target, (int, float)):
-            continue
-        if m["better"] == HIGHER:
-            lo, hi = _bounds(target, -tolerance, None)
-            wlo, whi = _bounds(target, -warn, None) if warn else (None, None)
-        else:
-            lo, hi = _bounds(target, None, tolerance)
-            wlo, whi = _bounds(target, None, warn) if warn else (None, None)
-        change = ((m["value"] / target - 1) * 100) if target else 0.0
-        detail = "%s: %s, %+.1f%%" % (label.strip(), _fmt(target, m["unit"]), change)
-        checks.append(_judge_range(m, "baseline", gate, target, lo, hi, wlo, whi, detail))
-    for mid in sorted(set(baseline) - seen):
-        old = baseline[mid]
-        if hosts is not None and old.get("host") not in hosts:
-            continue
-        ghost = {"id": mid, "host": old.get("host"), "key": old.get("key"), "benchmark": old.get("benchmark"),
-                 "metric": old.get("metric"), "labels": old.get("labels") or {}, "value": None, "unit": old.get("unit")}
-        checks.append(_check(ghost, "baseline", WARN, False, old.get("value"), None, None,
-                             "in the %s but not measured in this run" % label.strip(),
-                             "%s: not measured in this run" % label.strip()))
-    return checks
-
-
-# --------------------------------------------------------------------------- outliers
-
-def _median(values):
-    values = sorted(values)
-    n = len(values)
-    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2.0
-
-
-def check_outliers(metrics, threshold=0.3, min_peers=2, gate=False, peer_keys=("gpu_model", "host_class")):
-    """Flag a host whose metric is ``threshold`` worse than the median of its peers.
-
-    Peers: the other hosts with the same metric key and the same ``peer_keys``
-    attributes, in this run. Needs at least ``min_peers`` peers.
+    A reference applies to a host that has results of the reference's benchmark and matches
+    its host selectors (host, host_class, gpu_model, transport); the label selectors (test,
+    job, ...) then have to find a metric, or the check fails: a gate must not pass because
+    what it gates was never measured.
     """
-    groups = {}
-    for m in metrics:
-        if m["better"] not in (HIGHER, LOWER) or isinstance(m["value"], bool):
-            continue
-        if m["labels"].get("scope") == "multi":
-            continue  # one run across hosts has no per-host peers
-        gk = (m["key"],) + tuple(m.get(k) for k in peer_keys)
-        groups.setdefault(gk, []).append(m)
     checks = []
-    for gk in sorted(groups, key=lambda k: tuple(str(x) for x in k)):
-        members = groups[gk]
-        by_host = {}
-        for m in members:
-            by_host.setdefault(m["host"], []).append(m)
-        if len(by_host) < min_peers + 1:
+    hosts = hosts or {}
+    for ref in refs:
+        if not ref["gate"]:
             continue
-        for m in members:
-            peers = [p["value"] for p in members if p["host"] != m["host"]]
-            med = _median(peers)
-            if med == 0:
+        bench = ref["metric"].split(".", 1)[0]
+        for host in sorted(hosts):
+            info = dict(hosts[host] or {}, host=host)
+            own = [m for m in metrics if m["host"] == host and fnmatch.fnmatchcase(m["benchmark"], bench)]
+            if not own:
                 continue
-            dev = m["value"] / med - 1
-            worse = dev < -threshold if m["better"] == HIGHER else dev > threshold
-            lo, hi = _bounds(med, -threshold, None) if m["better"] == HIGHER else _bounds(med, None, threshold)
-            detail = "median of %d peer host(s) %s, %+.1f%%" % (len(peers), _fmt(med, m["unit"]), dev * 100)
-            if worse:
-                checks.append(_check(m, "outlier", FAIL if gate else WARN, gate, med, lo, hi,
-                                     "%s, %s (outlier)" % (_fmt(m["value"], m["unit"]), detail), detail))
-            else:
-                checks.append(_check(m, "outlier", PASS, gate, med, lo, hi, "%s, %s" % (_fmt(m["value"], m["unit"]), detail),
-                                     detail))
+            if any(sel in HOST_SELECTORS and (info.get(sel) is None or not fnmatch.fnmatchcase(str(info[sel]), pat))
+                   for sel, pat in ref["match"].items()):
+                continue
+            if any(_matches(ref, m) for m in own):
+                continue
+            labels = dict((k, v) for k, v in ref["match"].items() if k not in HOST_SELECTORS)
+            key = ref["metric"] + ("[" + ",".join("%s=%s" % (k, labels[k]) for k in sorted(labels)) + "]" if labels else "")
+            ghost = {"id": "%s/%s" % (host, key), "host": host, "key": key, "benchmark": bench,
+                     "metric": ref["metric"].split(".", 1)[1], "labels": labels, "value": None, "unit": ref.get("unit")}
+            checks.append(_check(ghost, "reference", FAIL, True, ref["target"], ref["min"], ref["max"],
+                                 "reference %s: not measured on %s" % (ref["origin"], host),
+                                 "reference %s: no such metric was measured" % ref["origin"]))
     return checks
-
-
-# --------------------------------------------------------------------------- summary
-
-def failure_line(check):
-    """One line per failure: host, metric, value, bound, and where the bound came from."""
-    bound = check["bound"] or "expected %s" % _fmt(check["target"])
-    detail = check.get("detail") or check["message"]
-    if not detail.startswith(check["source"]):
-        detail = "%s: %s" % (check["source"], detail)
-    return "%s: %s = %s, bound %s (%s)" % (
-        check["host"], check["key"], _fmt(check["value"], check["unit"]) if check["value"] is not None else "missing",
-        bound, detail)
-
-
-def summarize(metrics, checks):
-    status_by_metric = {}
-    for c in checks:
-        status_by_metric[c["id"]] = worst([status_by_metric.get(c["id"], PASS), c["status"]])
-    counts = {PASS: 0, WARN: 0, FAIL: 0}
-    for c in checks:
-        counts[c["status"]] += 1
-    failures = [failure_line(c) for c in checks if c["status"] == FAIL]
-    warnings = [failure_line(c) for c in checks if c["status"] == WARN]
-    return {
-        "status": worst(c["status"] for c in checks) if checks else PASS,
-        "metrics": len(metrics),
-        "checks": counts,
-        "metric_status": status_by_metric,
-        "failures": failures,
-        "warnings": warnings,
-        "outliers": [c["id"] for c in checks if c["source"] == "outlier" and c["status"] != PASS],
-    }
-
-
-def evaluate(metrics, refs=None, baseline=None, baseline_opts=None, outlier_opts=None, builtin_gate=True, hosts=None):
-    """All checks of a run and its summary."""
-    checks = check_builtin(metrics, gate=builtin_gate)
-    checks += check_references(metrics, refs or [])
-    if baseline is not None:
-        checks += check_baseline(metrics, baseline, hosts=hosts, **(baseline_opts or {}))
-    if outlier_opts is not None:
-        checks += check_outliers(metrics, **outlier_opts)
-    order = {"builtin": 0, "reference": 1, "baseline": 2, "outlier": 3}
-    checks.sort(key=lambda c: (c["host"] or "", c["key"] or "", order.get(c["source"], 9)))
-    return checks, summarize(metrics, checks)
 
 
 __all__ = ["PASS", "WARN", "FAIL", "EXACT", "normalize_references", "select_reference", "check_references",
-           "check_builtin", "load_baseline", "check_baseline", "check_outliers", "summarize", "evaluate",
-           "failure_line", "worst"]
+           "check_builtin", "check_missing_references", "worst", "HIGHER", "LOWER"]

@@ -1,0 +1,55 @@
+"""The per-host summary lines the main playbooks end with, from the facts roles really set."""
+
+import json
+import os
+
+from ansible_collections.aiinfra.fabric.plugins.filter.result_summary import result_summary
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.summary import summary_lines
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "report")
+
+
+def load(folder, host):
+    with open(os.path.join(FIXTURES, folder, host + ".json")) as handle:
+        return json.load(handle)
+
+
+def test_lab_run_lines():
+    lines = summary_lines({"te1": load("lab_captured", "te1"), "te2": load("lab_captured", "te2")})
+    assert lines[0] == ("te1: NVMe-oF target: rdma 10.99.0.1:4420 nqn.2024-04.com.example:te1.target1, ns 1 "
+                        "/var/lib/nvmet/disk1.img (1073741824 bytes), allows 1 host(s), persisted in /etc/nvmet/config.json")
+    assert "te1: MPI (openmpi 4.1.4): 9 job(s) on te1, te2, all passed, sums right" in lines
+    assert "te2: NVMe-oF initiator: rdma to nqn.2024-04.com.example:te1.target1 at 10.99.0.1:4420 -> /dev/nvme0n1 " \
+           "(ext4 on /mnt/nvmeof_rdma_test)" in lines
+    assert "te2: I/O check: PASS (4194304 bytes written with O_DIRECT, read back, sha256 match)" in lines
+    assert "te2: fio aiinfra read: 25.3 IOPS, 0.0986 MiB/s, p99 clat latency 250610 us" in lines
+    assert "te2: MPI: ran from te1 (see its lines)" in lines
+
+
+def test_failures_are_said():
+    te2 = load("lab_captured", "te2")
+    te2["nvmeof_initiator_result"]["io_check"]["match"] = False
+    te2["nvmeof_initiator_result"]["failed"] = True
+    te2["nvmeof_initiator_result"]["msg"] = "read back differs"
+    lines = summary_lines({"te2": te2})
+    assert "te2: I/O check: FAIL (4194304 bytes written with O_DIRECT, read back, sha256 MISMATCH)" in lines
+    assert "te2: FAILED: read back differs" in lines
+    gpu = load("role_captured", "gpu1")
+    nccl = [ln for ln in summary_lines({"gpu1": gpu}) if "alltoall 1K-8G on this node" in ln]
+    assert nccl == ["gpu1: NCCL alltoall 1K-8G on this node (16 ranks): busbw 35.9 GB/s at 8G, peak 35.9 GB/s, "
+                    "#wrong 0: FAIL - nccl-tests alltoall: out-of-place busbw 35.90 GB/s at the largest size "
+                    "(8589934592 B) is below min_busbw = 40.0 GB/s on vm (devices: R6KD-CX8aaS-GPU-11: 0,1,2,3,4,5,6,7 "
+                    "NVIDIA RTX 6000D; R6KD-CX8aaS-GPU-12: 0,1,2,3,4,5,6,7 NVIDIA RTX 6000D)"]
+
+
+def test_failed_only_keeps_the_hosts_that_failed():
+    good = {"te2": load("lab_captured", "te2")}
+    assert result_summary(["te2"], good, failed_only=True) == []
+    gpu = {"gpu1": load("role_captured", "gpu1")}   # alltoall below its gate
+    assert result_summary(["gpu1"], gpu, failed_only=True) == result_summary(["gpu1"], gpu)
+
+
+def test_filter_reads_hostvars_and_hosts_without_results():
+    hostvars = {"te1": {"nvmeof_target_result": load("lab_captured", "te1")["nvmeof_target_result"]}, "te3": {}}
+    lines = result_summary(["te1", "te3"], hostvars)
+    assert lines[0].startswith("te1: NVMe-oF target: rdma ") and lines[-1] == "te3: no results"
