@@ -36,7 +36,7 @@ HIGHER = "higher"
 LOWER = "lower"
 EXACT = "exact"
 
-# fio latency percentiles as the fio parser (module_utils/fio.py) publishes them.
+# fio latency percentiles as the fio parser (module_utils/nvme/fio.py) publishes them.
 FIO_PERCENTILES = ("p50", "p90", "p95", "p99", "p99_9")
 
 
