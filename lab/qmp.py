@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
 """Send commands to a lab VM's QEMU over its QMP socket (used by lab/labctl).
 
-    qmp.py SOCKET stop | cont | quit        a QMP command without arguments
-    qmp.py SOCKET hmp 'savevm booted'       a human monitor command through QMP
+    python3 lab/qmp.py SOCKET stop | cont | quit        a QMP command without arguments
+    python3 lab/qmp.py SOCKET hmp 'savevm booted'       a human monitor command through QMP
 
 Prints the command's return value; exits 1 with QEMU's error message when it fails
 (an HMP command's error comes back as text in its return value, starting "Error").
