@@ -21,7 +21,7 @@ def fake_monitor(path, replies):
     received = []
 
     def serve():
-        conn, _ = server.accept()
+        conn = server.accept()[0]
         reader = conn.makefile("r")
         conn.sendall(b'{"QMP": {"version": {}, "capabilities": []}}\n')
         for reply in replies:
@@ -60,8 +60,8 @@ def test_hmp_savevm_sends_the_command_line_and_skips_events(sock):
 
 
 def test_hmp_error_text_fails_with_the_message(sock):
-    _, thread = fake_monitor(sock, [[{"return": {}}],
-                                    [{"return": "Error: Device 'virtio0' is writable but does not support snapshots\r\n"}]])
+    thread = fake_monitor(sock, [[{"return": {}}],
+                                 [{"return": "Error: Device 'virtio0' is writable but does not support snapshots\r\n"}]])[1]
     result = run(sock, "hmp", "savevm", "booted")
     thread.join(5)
     assert result.returncode == 1
@@ -69,8 +69,8 @@ def test_hmp_error_text_fails_with_the_message(sock):
 
 
 def test_qmp_error_fails_with_its_description(sock):
-    _, thread = fake_monitor(sock, [[{"return": {}}],
-                                    [{"error": {"class": "GenericError", "desc": "not now"}}]])
+    thread = fake_monitor(sock, [[{"return": {}}],
+                                 [{"error": {"class": "GenericError", "desc": "not now"}}]])[1]
     result = run(sock, "stop")
     thread.join(5)
     assert result.returncode == 1
