@@ -350,10 +350,11 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils import launcher as L
-from ansible_collections.aiinfra.fabric.plugins.module_utils import mpi_expect
-from ansible_collections.aiinfra.fabric.plugins.module_utils import mpi_job
-from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi_parsers import parse_output
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher as L
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import runner as R
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import expect as mpi_expect
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import job as mpi_job
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.parsers import parse_output
 
 
 def _resolves(name):
@@ -467,7 +468,7 @@ def main():
         argv = mpi_job.with_hostfile(plan["argv"], hostfile)
         result["cmd"] = argv
         result["command"] = " ".join(shlex.quote(a) for a in argv)
-        run = L.run_job(argv, timeout=p["timeout"] or None, cwd=p["chdir"])
+        run = R.run_job(argv, timeout=p["timeout"] or None, cwd=p["chdir"])
     finally:
         if hostfile and os.path.exists(hostfile):
             os.unlink(hostfile)

@@ -347,9 +347,10 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils import launcher as L
-from ansible_collections.aiinfra.fabric.plugins.module_utils import nccl_tests as N
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl_job import (
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher as L
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import runner as R
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import command as N
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl.job import (
     NcclJobError,
     plan_job,
     read_report,
@@ -426,7 +427,7 @@ def main():
                              msg="check mode: the benchmark was not run")
         workdir = tempfile.mkdtemp(prefix="aiinfra-nccl-")
         argv = plan.materialize(workdir)
-        job = L.run_job(argv, timeout=p["timeout"], env=plan.env)
+        job = R.run_job(argv, timeout=p["timeout"], env=plan.env)
         report = read_report(job, plan, workdir)
     except (NcclJobError, N.NcclTestsError, L.LauncherError) as exc:
         module.fail_json(msg=str(exc), passed=False)

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils import mpi_expect as E
-from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi_parsers import parse_imb, parse_osu, parse_seed
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import expect as E
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.parsers import parse_imb, parse_osu, parse_seed
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
 

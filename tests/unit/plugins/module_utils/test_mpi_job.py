@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils import launcher as L
-from ansible_collections.aiinfra.fabric.plugins.module_utils import mpi_job as J
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher as L
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import runner as R
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import job as J
 
 LAB_HOSTS = [{"name": "te1", "slots": 2}, {"name": "te2", "slots": 1}]
 FABRIC_MCA = {"btl": "tcp,self", "btl_tcp_if_include": "10.99.0.0/24", "oob_tcp_if_include": "10.99.0.0/24"}

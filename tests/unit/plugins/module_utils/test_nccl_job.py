@@ -9,8 +9,9 @@ import shutil
 
 import pytest
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils import launcher as L
-from ansible_collections.aiinfra.fabric.plugins.module_utils import nccl_job as J
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher as L
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import runner as R
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import job as J
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "nccl_tests")
 OMPI = "mpirun (Open MPI) 4.1.4\n\nReport bugs to http://www.open-mpi.org/community/help/\n"

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi_parsers import parse_osu, parse_output
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.parsers import parse_osu, parse_output
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "osu")
 

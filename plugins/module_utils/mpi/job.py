@@ -17,9 +17,9 @@ then turn the job's output into results (per-rank lines, parsed data, checks).
 
 from __future__ import annotations
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils import launcher as L
-from ansible_collections.aiinfra.fabric.plugins.module_utils import mpi_expect
-from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi_parsers import PARSE_KINDS
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher as L
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import expect as mpi_expect
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.parsers import PARSE_KINDS
 
 HOSTFILE_PLACEHOLDER = "@HOSTFILE@"
 LAUNCHERS = ("mpirun", "srun")

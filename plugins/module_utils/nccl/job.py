@@ -22,8 +22,10 @@ import json
 import os
 import re
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils import launcher as L
-from ansible_collections.aiinfra.fabric.plugins.module_utils import nccl_tests as N
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher as L
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import command as N
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import gates as G
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import parse as NP
 
 HOSTFILE = "<hostfile>"
 JSON_REPORT = "<json-report>"
@@ -172,7 +174,7 @@ def _use_json(mode, launcher, binary, present, env, run_command):
 
 def read_report(job, plan, workdir):
     """The parsed report: the -J report's rows when there is one, the printed table otherwise."""
-    text_report = N.parse_text(job["stdout"])
+    text_report = NP.parse_text(job["stdout"])
     if not plan.use_json:
         return text_report
     path = plan.report_path(workdir)
@@ -182,7 +184,7 @@ def read_report(job, plan, workdir):
     try:
         with open(path) as handle:
             doc = json.load(handle)
-        report = N.parse_json(doc)
+        report = NP.parse_json(doc)
     except (ValueError, N.NcclTestsError):
         text_report["json_missing"] = True
         return text_report
@@ -203,8 +205,8 @@ def _tail(text, lines=20):
 
 
 def result_fields(report, job, plan, host, min_busbw=None, min_busbw_per_gpu=None, timeout=None):
-    summary = N.summarize(report)
-    bound, origin = N.bound_for(min_busbw, min_busbw_per_gpu, summary["gpu_models"])
+    summary = G.summarize(report)
+    bound, origin = G.bound_for(min_busbw, min_busbw_per_gpu, summary["gpu_models"])
     fields = {
         "test": plan.test,
         "program": report.get("test") or os.path.basename(plan.binary),
@@ -234,7 +236,7 @@ def result_fields(report, job, plan, host, min_busbw=None, min_busbw_per_gpu=Non
     }
     failures = []
     failure = None
-    runs = N.no_mpi_processes(report)
+    runs = G.no_mpi_processes(report)
     if job["timed_out"]:
         failure = ("nccl-tests did not finish within timeout=%s s on %s; the launcher and every process it started "
                    "were stopped. Last output:\n%s" % (timeout, host, _tail(job["stdout"]) or _tail(job["stderr"])))
@@ -255,7 +257,7 @@ def result_fields(report, job, plan, host, min_busbw=None, min_busbw_per_gpu=Non
         failure = ("%s printed no result rows on %s. Last output:\n%s"
                    % (os.path.basename(plan.binary), host, _tail(job["stdout"])))
     else:
-        failures = N.check_gates(report, summary, host, min_busbw=min_busbw, min_busbw_per_gpu=min_busbw_per_gpu)
+        failures = G.check_gates(report, summary, host, min_busbw=min_busbw, min_busbw_per_gpu=min_busbw_per_gpu)
         if failures:
             failure = "nccl-tests %s: %s" % (fields["test"], "; ".join(failures))
     fields["gates"] = {
