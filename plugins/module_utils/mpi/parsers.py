@@ -89,6 +89,27 @@ def _osu_columns(header):
     return [_OSU_COLUMNS.get(n.lower(), _slug(n)) for n in names]
 
 
+# What osu_* -c prints in its "Validation" column (VALIDATION_STATUS in osu_util_mpi.h).
+_VALIDATION = ("Pass", "Fail")
+
+
+def _osu_row(columns, fields):
+    """One table row as a dict, or None when the line is not a row of this table."""
+    if len(fields) != len(columns):
+        return None
+    row = {}
+    for name, field in zip(columns, fields):
+        if name == "validation":
+            if field not in _VALIDATION:
+                return None
+            row[name] = field
+        elif _NUMBER.match(field):
+            row[name] = _number(field)
+        else:
+            return None
+    return row
+
+
 def parse_osu(text):
     """Parse OSU Micro-Benchmarks output (one or several benchmarks, any OMB version).
 
@@ -96,8 +117,9 @@ def parse_osu(text):
     tag-output prefixes already removed by the caller) are skipped. Returns
     ``{'tables': [table, ...]}`` and, for convenience, the first table's keys at the
     top level. A table is ``{'title', 'benchmark', 'version', 'kind', 'datatype',
-    'columns', 'rows'}``; ``kind`` is latency, bandwidth, bibandwidth, message_rate,
-    collective or unknown. Raises ValueError when no OSU table is found.
+    'columns', 'rows', 'validation_failures'}``; ``kind`` is latency, bandwidth, bibandwidth, message_rate,
+    collective or unknown. With ``-c`` each row also has ``validation`` (``Pass`` or
+    ``Fail``) and ``validation_failures`` lists the sizes that failed. Raises ValueError when no OSU table is found.
     """
     tables = []
     table = None
@@ -115,6 +137,8 @@ def parse_osu(text):
                 "datatype": None,
                 "columns": [],
                 "rows": [],
+                # Sizes whose -c (validation) cell reads Fail: wrong data, whatever the speed.
+                "validation_failures": [],
             }
             tables.append(table)
             continue
@@ -131,10 +155,12 @@ def parse_osu(text):
             continue
         if not table["columns"]:
             continue
-        fields = line.split()
-        if len(fields) != len(table["columns"]) or not all(_NUMBER.match(f) for f in fields):
+        row = _osu_row(table["columns"], line.split())
+        if row is None:
             continue
-        table["rows"].append(dict(zip(table["columns"], (_number(f) for f in fields))))
+        table["rows"].append(row)
+        if row.get("validation") == "Fail":
+            table["validation_failures"].append(row.get("size"))
     tables = [t for t in tables if t["rows"]]
     if not tables:
         raise ValueError("no OSU Micro-Benchmarks table found in the output (expected a '# OSU MPI ... Test' "
