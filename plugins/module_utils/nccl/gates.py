@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import math
+
 # --------------------------------------------------------------------------- summary, gates
 
 def summarize(report):
@@ -65,16 +67,20 @@ def no_mpi_processes(report):
 
 
 def bound_for(min_busbw=None, min_busbw_per_gpu=None, gpu_models=()):
-    """The busbw bound in GB/s for these GPUs: the first ``min_busbw_per_gpu`` key found
-    (case-insensitively) in a GPU name, the strictest if models differ; else ``min_busbw``.
-    Returns ``(bound or None, what it came from)``.
+    """The busbw bound in GB/s for these GPUs. Returns ``(bound or None, what it came from)``.
+
+    For each GPU model the first ``min_busbw_per_gpu`` key (in the order given) found in
+    its name, case-insensitively, is its bound - so put ``H100 PCIe`` before ``H100``.
+    When the job spans several models, the strictest of their bounds applies. Without a
+    matching key, ``min_busbw``.
     """
     chosen = None
-    for pattern, value in (min_busbw_per_gpu or {}).items():
-        for model in gpu_models:
+    for model in gpu_models:
+        for pattern, value in (min_busbw_per_gpu or {}).items():
             if str(pattern).lower() in model.lower():
                 if chosen is None or float(value) > chosen[0]:
                     chosen = (float(value), "min_busbw_per_gpu[%s] (%s)" % (pattern, model))
+                break
     if chosen:
         return chosen
     if min_busbw is not None:
@@ -82,10 +88,78 @@ def bound_for(min_busbw=None, min_busbw_per_gpu=None, gpu_models=()):
     return None, None
 
 
-def check_gates(report, summary, host, min_busbw=None, min_busbw_per_gpu=None):
+def expected_sizes(config, reduced_to=None):
+    """The sizes nccl-tests' loop visits for this configuration (up to the reduced maxBytes).
+
+    ``for (size = minbytes; size <= maxbytes; size = stepfactor > 1 ? size*stepfactor :
+    size+stepbytes)`` (src/common.cu). The printed size can be a little lower (rounded to
+    whole elements per rank), so rows are counted, not compared byte for byte.
+    """
+    if not config or config.get("minbytes") is None or config.get("maxbytes") is None:
+        return None
+    low, high = int(config["minbytes"]), int(config["maxbytes"])
+    if reduced_to is not None:
+        high = min(high, int(reduced_to))
+    factor, step = config.get("stepfactor"), config.get("stepbytes")
+    sizes = []
+    size = low
+    while size <= high and len(sizes) < 10000:
+        sizes.append(size)
+        if factor and factor > 1:
+            size *= factor
+        elif step and step > 0:
+            size += step
+        else:
+            break
+    return sizes
+
+
+def completeness(report):
+    """Failure messages when the table is incomplete: no footer, or fewer sizes than asked for."""
+    failures = []
+    if not report["rows"]:
+        return failures
+    if not report.get("footer"):
+        failures.append("the table has no footer ('# Out of bounds values', '# Avg bus bandwidth'): the output "
+                        "ends mid-table (the run was killed, timed out or its output was cut)")
+    sizes = expected_sizes(report.get("config"), report.get("max_bytes_reduced_to"))
+    if sizes:
+        combos = {}
+        for row in report["rows"]:
+            combos.setdefault((row.get("type"), row.get("redop"), row.get("root")), []).append(row["size"])
+        for (dtype, redop, root), measured in combos.items():
+            if len(measured) < len(sizes):
+                failures.append(
+                    "only %d of the %d sizes were measured%s: the largest is %d B, the run was asked to reach %d B"
+                    % (len(measured), len(sizes), "" if len(combos) == 1 else " for %s/%s" % (dtype, redop),
+                       max(measured), sizes[-1]))
+    return failures
+
+
+def gate_size(report, summary):
+    """The size (bytes) at which the busbw gate is applied: the largest measured."""
+    return summary["largest_size"]
+
+
+def _reduced_note(report):
+    config = report.get("config") or {}
+    reduced = report.get("max_bytes_reduced_to")
+    if reduced is None:
+        return ""
+    return (" (nccl-tests printed 'Reducing maxBytes to %d due to memory limitation': the requested maxbytes "
+            "%s B did not fit in GPU memory)" % (reduced, config.get("maxbytes")))
+
+
+def check_gates(report, summary, host, min_busbw=None, min_busbw_per_gpu=None, expected_gpus=None):
     """Failure messages (empty list: every gate passed)."""
     failures = []
     where = "%s (devices: %s)" % (host, describe_devices(report["devices"]) or "not listed")
+    for problem in report.get("problems") or []:
+        failures.append("%s on %s" % (problem, where))
+    failures.extend("%s on %s" % (f, where) for f in completeness(report))
+    if expected_gpus is not None and report["devices"] and len(report["devices"]) != expected_gpus:
+        failures.append("the job ran on %d GPUs (ranks in the device list), expected %d (processes x GPUs per "
+                        "process) on %s" % (len(report["devices"]), expected_gpus, where))
     if summary["wrong_total"]:
         sizes = ", ".join("%d B %s/%s: %d" % (w["size"], w["type"], w["redop"], w["wrong"])
                           for w in summary["wrong_rows"][:5])
@@ -95,15 +169,23 @@ def check_gates(report, summary, host, min_busbw=None, min_busbw_per_gpu=None):
     if report["avg_busbw_failed"]:
         failures.append("nccl-tests' own NCCL_TESTS_MIN_BW check FAILED (avg bus bandwidth %s) on %s"
                         % (report["avg_busbw"], where))
+    value = summary["largest_size_busbw"]
+    if value is not None and not _finite(value):
+        failures.append("out-of-place busbw at the largest size (%d B) is %s, not a number on %s"
+                        % (summary["largest_size"], value, where))
     bound, origin = bound_for(min_busbw, min_busbw_per_gpu, summary["gpu_models"])
     if bound is not None:
-        value = summary["largest_size_busbw"]
         if value is None:
             failures.append("no out-of-place result to compare with %s = %s GB/s on %s" % (origin, bound, where))
-        elif value < bound:
-            failures.append("out-of-place busbw %.2f GB/s at the largest size (%d B) is below %s = %s GB/s on %s"
-                            % (value, summary["largest_size"], origin, bound, where))
+        elif _finite(value) and value < bound:
+            failures.append("out-of-place busbw %.2f GB/s at the largest size (%d B) is below %s = %s "
+                            "GB/s on %s%s" % (value, summary["largest_size"], origin, bound, where,
+                                              _reduced_note(report)))
     return failures
+
+
+def _finite(value):
+    return not (math.isnan(value) or math.isinf(value))
 
 
 def describe_devices(devices):

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl.command import NcclTestsError
@@ -75,53 +76,90 @@ def _number(token):
         return None
 
 
-def _result_half(names, tokens):
+def _finite(value):
+    return value is not None and not math.isnan(value) and not math.isinf(value)
+
+
+def _result_half(names, tokens, problems):
+    """One half (out-of-place or in-place) of a row; what is wrong goes to ``problems``."""
     half = {}
     for name, token in zip(names, tokens):
-        if name in _TIME_NAMES:
-            half["time_us"] = _number(token)
+        value = _number(token)
+        if name in _TIME_NAMES or name in ("algbw", "busbw"):
+            key = "time_us" if name in _TIME_NAMES else name
+            half[key] = value
             if name == "cputime":
                 half["cputime"] = True
-        elif name == "algbw":
-            half["algbw"] = _number(token)
-        elif name == "busbw":
-            half["busbw"] = _number(token)
+            if value is None:
+                problems.append("%s %r is not a number" % (name, token))
+            elif not _finite(value):
+                problems.append("%s is %s" % (name, token))
         elif name == "#wrong":
-            value = _number(token)
-            half["wrong"] = None if value is None else int(value)
+            if token == "N/A":
+                # Checking was off (-c 0), or this half is not checked (alltoall in place).
+                half["wrong"] = None
+            elif value is None or not _finite(value) or value != int(value) or value < 0:
+                half["wrong"] = None
+                problems.append("#wrong %r is not a count" % (token,))
+            else:
+                half["wrong"] = int(value)
         elif name == "error":
             # Older nccl-tests print the largest deviation, not a count; the verdict
-            # is the out-of-bounds footer.
-            half["error"] = _number(token)
+            # is the out-of-bounds footer. N/A: checking was off.
+            half["error"] = value
             half["wrong"] = None
+            if value is None and token != "N/A":
+                problems.append("error %r is not a number" % (token,))
         elif name.startswith("i_"):
-            half[name[2:].rstrip("%") + ("_pct" if name.endswith("%") else "_us")] = _number(token)
+            half[name[2:].rstrip("%") + ("_pct" if name.endswith("%") else "_us")] = value
     return half
 
 
-def _parse_row(columns, tokens):
+def _parse_row(columns, tokens, line=""):
+    """``(row or None, problem or None)`` for a line in the table.
+
+    ``(None, None)``: not a row at all (an NCCL INFO line, a launcher message).
+    ``(None, problem)``: a row that cannot be trusted (cut short, a value that is not
+    a number): it is reported, never filed or silently dropped.
+    """
     prefix, (first, second) = columns["prefix"], columns["halves"]
-    need = len(prefix) + len(first) + len(second)
-    if len(tokens) < need - len(first) or not tokens[0].isdigit() or not tokens[1].isdigit():
-        return None
-    row = {"size": int(tokens[0]), "count": int(tokens[1]), "type": None, "redop": None, "root": None}
+    if len(tokens) < 2 or not tokens[0].isdigit() or not tokens[1].isdigit():
+        return None, None
+    size = int(tokens[0])
+    full = len(prefix) + len(first) + len(second)
+    if len(tokens) < len(prefix) + len(second):
+        return None, "the row for size %d is cut short (%d of %d columns): %s" % (size, len(tokens), full,
+                                                                                 line.strip()[:200])
+    row = {"size": size, "count": int(tokens[1]), "type": None, "redop": None, "root": None}
     for name, token in zip(prefix[2:], tokens[2:len(prefix)]):
         if name == "root":
             row["root"] = int(token) if re.match(r"^-?\d+$", token) else None
         elif name in ("type", "redop"):
             row[name] = token
     rest = tokens[len(prefix):]
+    problems = []
     if len(rest) >= len(first) + len(second):
-        row["out_of_place"] = _result_half(first, rest[:len(first)])
-        row["in_place"] = _result_half(second, rest[len(first):len(first) + len(second)])
-    else:
-        # Only in place (nccl-tests leaves the out-of-place columns blank in trace replay).
+        row["out_of_place"] = _result_half(first, rest[:len(first)], problems)
+        row["in_place"] = _result_half(second, rest[len(first):len(first) + len(second)], problems)
+    elif _blank_out_of_place(line, len(prefix)):
+        # Trace replay: nccl-tests prints blanks instead of the out-of-place numbers
+        # (writeBenchMarkLineNullBody in src/util.cu) and measures in place only.
         row["out_of_place"] = None
-        row["in_place"] = _result_half(second, rest[:len(second)])
-    for half in (row["out_of_place"], row["in_place"]):
-        if half is not None and (half.get("time_us") is None or half.get("busbw") is None):
-            return None
-    return row
+        row["in_place"] = _result_half(second, rest[:len(second)], problems)
+    else:
+        # The numbers follow the prefix directly: the line stopped after the
+        # out-of-place half (a kill or a full disk mid-line); they are not in-place ones.
+        return None, "the row for size %d is cut short (%d of %d columns): %s" % (size, len(tokens), full,
+                                                                                 line.strip()[:200])
+    if problems:
+        return None, "the row for size %d %s: %s" % (size, "; ".join(problems), line.strip()[:200])
+    return row, None
+
+
+def _blank_out_of_place(line, prefix_columns):
+    """Whether a wide run of blanks (the 32 nccl-tests prints) follows the row's prefix."""
+    m = re.match(r"^\s*(?:\S+\s+){%d}" % (prefix_columns - 1) + r"\S+(\s*)", line)
+    return bool(m) and len(m.group(1)) >= 20
 
 
 def _empty_report():
@@ -141,6 +179,14 @@ def _empty_report():
         "avg_busbw_failed": None,
         "max_bytes_reduced_to": None,
         "errors": [],
+        # What makes the result untrustworthy (rows that are cut short or hold a value
+        # that is not a number): each fails the run, with this message.
+        "problems": [],
+        # Whether the footer (# Out of bounds values / # Avg bus bandwidth) was printed:
+        # a table without it was cut off.
+        "footer": False,
+        # Rows printed by ranks other than the one that prints the report (rank 0).
+        "other_rank_rows": 0,
     }
 
 
@@ -154,11 +200,15 @@ def parse_text(text):
     """
     report = _empty_report()
     columns = None
+    # The rank whose table this is: the first that printed the configuration header
+    # (rank 0 of an MPI build). Rows and footers of other ranks are not merged in.
+    report_rank = None
     for raw in (text or "").splitlines():
         rank, line = strip_launcher_prefix(raw.rstrip("\r"))
         stripped = line.strip()
         if not stripped:
             continue
+        other_rank = rank is not None and report_rank is not None and rank != report_rank
         m = _TESTS_VERSION.search(stripped)
         if m:
             report["version"].update(nccl_tests=m.group(1), nccl_headers=int(m.group(2)),
@@ -174,6 +224,7 @@ def parse_text(text):
             report["header_ranks"].append(rank)
             if report["config"] is None:
                 report["config"] = _config(m)
+                report_rank = rank
             continue
         m = _DEVICE.match(stripped)
         if m:
@@ -184,13 +235,15 @@ def parse_text(text):
             })
             continue
         m = _OUT_OF_BOUNDS.match(stripped)
-        if m:
+        if m and not other_rank:
+            report["footer"] = True
             report["out_of_bounds"] = (report["out_of_bounds"] or 0) + int(m.group(1))
             report["out_of_bounds_failed"] = bool(report["out_of_bounds_failed"]) or m.group(2) == "FAILED" \
                 or int(m.group(1)) > 0
             continue
         m = _AVG_BUSBW.match(stripped)
-        if m:
+        if m and not other_rank:
+            report["footer"] = True
             if report["avg_busbw"] is None:
                 report["avg_busbw"] = _number(m.group(1))
             report["avg_busbw_failed"] = bool(report["avg_busbw_failed"]) or m.group(2) == "FAILED"
@@ -215,8 +268,14 @@ def parse_text(text):
             report["errors"].append(stripped[:500])
             continue
         if columns is not None:
-            row = _parse_row(columns, stripped.split())
-            if row is not None:
+            row, problem = _parse_row(columns, stripped.split(), line)
+            if other_rank:
+                if row is not None or problem is not None:
+                    report["other_rank_rows"] += 1
+                continue
+            if problem:
+                report["problems"].append(problem)
+            elif row is not None:
                 report["rows"].append(row)
     return report
 
@@ -245,16 +304,27 @@ def _json_bool(value):
     return None if value is None else bool(value)
 
 
-def _json_half(half):
+def _json_half(half, problems):
     if half is None:
         return None
     wrong = half.get("nwrong")
-    return {
+    out = {
         "time_us": half.get("time", half.get("cpu_time")),
         "algbw": half.get("alg_bw"),
         "busbw": half.get("bus_bw"),
-        "wrong": None if wrong is None else int(wrong),
+        "wrong": None,
     }
+    for key in ("time_us", "algbw", "busbw"):
+        value = out[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not _finite(float(value)):
+            problems.append("%s is %r" % (key, value))
+    if wrong is not None:
+        if isinstance(wrong, (int, float)) and not isinstance(wrong, bool) and _finite(float(wrong)) \
+                and wrong == int(wrong) and wrong >= 0:
+            out["wrong"] = int(wrong)
+        else:
+            problems.append("nwrong %r is not a count" % (wrong,))
+    return out
 
 
 def parse_json(doc):
@@ -290,12 +360,19 @@ def parse_json(doc):
         })
     for item in doc.get("results") or []:
         root = str(item.get("root", "")).strip()
-        report["rows"].append({
+        problems = []
+        row = {
             "size": item.get("size"), "count": item.get("count"), "type": item.get("type"),
             "redop": item.get("redop"), "root": int(root) if re.match(r"^-?\d+$", root) else None,
-            "out_of_place": _json_half(item.get("out_of_place")),
-            "in_place": _json_half(item.get("in_place")),
-        })
+            "out_of_place": _json_half(item.get("out_of_place"), problems),
+            "in_place": _json_half(item.get("in_place"), problems),
+        }
+        if problems:
+            report["problems"].append("the row for size %s %s" % (row["size"], "; ".join(problems)))
+        else:
+            report["rows"].append(row)
+    # The writer closes the report only at the end of the run.
+    report["footer"] = True
     oob = doc.get("out_of_bounds")
     if isinstance(oob, dict):
         report["out_of_bounds"] = oob.get("count")

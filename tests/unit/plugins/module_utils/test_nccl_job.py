@@ -166,7 +166,8 @@ def test_result_from_text_passes_gate():
     report = J.read_report(j, p, "/nonexistent")
     f = J.result_fields(report, j, p, host="login1", min_busbw=100)
     assert f["failure"] is None
-    assert f["gates"] == {"passed": True, "failures": [], "min_busbw": 100.0, "bound_source": "min_busbw"}
+    assert f["gates"] == {"passed": True, "failures": [], "min_busbw": 100.0, "bound_source": "min_busbw",
+                          "size": 134217728}
     assert (f["largest_size"], f["largest_size_busbw"], f["avg_busbw"]) == (134217728, 122.57, 19.7866)
     assert f["result_source"] == "text" and f["nranks"] == 8
 

@@ -39,7 +39,7 @@ PLAYBOOK = """
 def lab(tmp_path):
     bindir = tmp_path / "build"
     bindir.mkdir()
-    for test in ("all_reduce", "alltoall"):
+    for test in ("all_reduce", "all_gather", "alltoall"):
         os.symlink(STAND_IN, str(bindir / ("%s_perf" % test)))
     (tmp_path / "play.yml").write_text(PLAYBOOK)
     (tmp_path / "hosts.yml").write_text(json.dumps({"all": {"children": {"gpu_nodes": {"hosts": {"gpu1": {
@@ -53,15 +53,19 @@ def role_vars(lab, **over):
         "nccl_tests_install_method": "none",
         "nccl_tests_build": False,
         "nccl_tests_binary_dir": str(lab / "build"),
-        "nccl_tests_tests": ["all_reduce", "alltoall"],
+        # Single-node runs replay one-process, two-GPU (-g 2) outputs, matching gpu_count 2:
+        # the module checks that the job ran on the GPUs it was given.
+        "nccl_tests_tests": ["all_reduce", "all_gather"],
         "nccl_tests_sizes": [{"minbytes": "8", "maxbytes": "128M", "stepfactor": 2},
                              {"minbytes": "1K", "maxbytes": "8G", "stepfactor": 2}],
         "nccl_tests_environment": {
-            "REPLAY_NCCL_FIXTURE_ALL_REDUCE_PERF": "cscs_gh200_all_reduce_srun_2.17.1.txt",
+            "REPLAY_NCCL_FIXTURE_ALL_REDUCE_PERF": "gtx1080_all_reduce_g2_error_column.txt",
+            "REPLAY_NCCL_FIXTURE_ALL_GATHER_PERF": "gtx1080_all_gather_g2_no_redop.txt",
+            # The multi-node tests: 16 GPUs on two hosts of gpu_count 8.
             "REPLAY_NCCL_FIXTURE_ALLTOALL_PERF": "rtx6000d_alltoall_mpirun_2.18.3.txt",
             "REPLAY_NCCL_NO_JSON": "1",
         },
-        "nccl_tests_min_busbw": {"all_reduce": 100},
+        "nccl_tests_min_busbw": {"all_reduce": 0.5},
     }
     v.update(over)
     return v
@@ -87,9 +91,11 @@ def test_matrix_results_and_stats(lab):
     assert result["host"] == "gpu1" and result["passed"] is True and result["failures"] == []
     runs = result["single_node"]
     assert [(r["test"], r["minbytes"], r["maxbytes"]) for r in runs] == [
-        ("all_reduce", "8", "128M"), ("all_reduce", "1K", "8G"), ("alltoall", "8", "128M"), ("alltoall", "1K", "8G")]
-    assert runs[0]["largest_size_busbw"] == 122.57 and runs[0]["gates"]["min_busbw"] == 100.0
-    assert runs[2]["peak_busbw"] == 35.9 and runs[2]["gates"]["min_busbw"] is None
+        ("all_reduce", "8", "128M"), ("all_reduce", "1K", "8G"), ("all_gather", "8", "128M"),
+        ("all_gather", "1K", "8G")]
+    assert runs[0]["largest_size_busbw"] == 0.87 and runs[0]["gates"]["min_busbw"] == 0.5
+    assert runs[0]["gates"]["size"] == 134217728 and runs[0]["nranks"] == 2
+    assert runs[2]["peak_busbw"] == 0.76 and runs[2]["gates"]["min_busbw"] is None
     assert runs[0]["command"].endswith("all_reduce_perf -b 8 -e 128M -f 2 -g 2 -t 1")
     assert len(runs[1]["rows"]) == 25
     assert result["multi_node"] == []      # one host: nothing to run across nodes
@@ -99,16 +105,16 @@ def test_matrix_results_and_stats(lab):
 
 
 def test_gate_failure_fails_the_play_and_still_publishes(lab):
-    rc, out = play(lab, role_vars(lab, nccl_tests_min_busbw={"all_reduce": 100, "alltoall": 40}))
+    rc, out = play(lab, role_vars(lab, nccl_tests_min_busbw={"all_reduce": 0.5, "all_gather": 1}))
     assert rc != 0
-    assert "out-of-place busbw 35.90 GB/s at the largest size (8589934592 B) is below min_busbw = 40.0 GB/s" in out
+    assert "out-of-place busbw 0.76 GB/s at the largest size (134217728 B) is below min_busbw = 1.0 GB/s" in out
     assert not (lab / "result.json").exists()        # the play stopped on this host
     stats = out[out.index("CUSTOM STATS"):]
-    assert "alltoall" in stats and "below min_busbw" in stats
+    assert "all_gather" in stats and "below min_busbw" in stats
 
 
 def test_gates_can_be_recorded_without_failing(lab):
-    rc, out = play(lab, role_vars(lab, nccl_tests_min_busbw={"alltoall": 40}, nccl_tests_fail_on_gates=False))
+    rc, out = play(lab, role_vars(lab, nccl_tests_min_busbw={"all_gather": 1}, nccl_tests_fail_on_gates=False))
     assert rc == 0, out
     result = json.loads((lab / "result.json").read_text())
     assert result["passed"] is False and len(result["failures"]) == 2
