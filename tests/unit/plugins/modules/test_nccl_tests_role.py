@@ -77,7 +77,8 @@ def play(lab, extra, *args):
                ANSIBLE_SHOW_CUSTOM_STATS="true", ANSIBLE_NOCOLOR="1", ANSIBLE_RETRY_FILES_ENABLED="0",
                ANSIBLE_LOCAL_TEMP=str(lab / "tmp"), ANSIBLE_HOME=str(lab / "ansible-home"),
                # The stand-in's "#!/usr/bin/env python" finds this interpreter first.
-               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+               PATH=os.pathsep.join(p for p in (os.environ.get("AIINFRA_TEST_EXTRA_PATH"), os.path.dirname(sys.executable),
+                                                 os.environ.get("PATH", "")) if p))
     proc = subprocess.run([ANSIBLE_PLAYBOOK, "-i", str(lab / "hosts.yml"), str(lab / "play.yml"),
                            "-e", "@" + str(lab / "vars.json")] + list(args),
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=str(lab), env=env, timeout=300, check=False)
@@ -184,3 +185,61 @@ def test_multi_node_without_mpi_build_fails_with_rebuild_advice(lab):
                                   nccl_tests_mpirun_path=str(fake), nccl_tests_environment=env))
     assert rc != 0
     assert "Rebuild nccl-tests with MPI=1" in out
+
+
+def no_gpu_count(lab, nvidia_smi=None):
+    """The inventory without gpu_count; a FAKE nvidia-smi (GPU list) on the PATH when given."""
+    node = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    (lab / "hosts.yml").write_text(json.dumps({"all": {"children": {"gpu_nodes": {"hosts": {"gpu1": node}}}}}))
+    fakebin = lab / "fakebin"
+    fakebin.mkdir()
+    if nvidia_smi is not None:
+        smi = fakebin / "nvidia-smi"
+        smi.write_text("#!/bin/sh\n[ \"$1 $2\" = \"--query-gpu=index --format=csv,noheader\" ] || exit 2\nprintf '%s'\n" % nvidia_smi)
+        smi.chmod(0o755)
+    return str(fakebin)
+
+
+def test_without_gpu_count_the_gpus_are_counted_not_assumed_one(lab):
+    # Two GPUs listed by nvidia-smi: the single-node runs use -g 2 (it used to be -g 1).
+    fakebin = no_gpu_count(lab, "0\n1\n")
+    os.environ["AIINFRA_TEST_EXTRA_PATH"] = fakebin
+    try:
+        rc, out = play(lab, role_vars(lab, nccl_tests_tests=["all_reduce"],
+                                      nccl_tests_sizes=[{"minbytes": "8", "maxbytes": "128M"}]))
+    finally:
+        del os.environ["AIINFRA_TEST_EXTRA_PATH"]
+    assert rc == 0, out
+    result = json.loads((lab / "result.json").read_text())
+    assert result["single_node"][0]["command"].endswith("all_reduce_perf -b 8 -e 128M -f 2 -g 2 -t 1")
+
+
+def test_without_gpu_count_and_no_gpu_found_the_role_fails_clearly(lab):
+    fakebin = no_gpu_count(lab, None)   # no nvidia-smi at all
+    os.environ["AIINFRA_TEST_EXTRA_PATH"] = fakebin
+    try:
+        rc, out = play(lab, role_vars(lab))
+    finally:
+        del os.environ["AIINFRA_TEST_EXTRA_PATH"]
+    assert rc != 0
+    assert "gpu1: no GPU count" in out and "gpu_count" in out, out[-3000:]
+    assert not (lab / "result.json").exists()
+
+
+def test_multi_node_runs_use_their_own_bounds(lab):
+    # A single-node bound (NVLink speeds) must not gate the runs across nodes, and the
+    # multi-node bound must not gate the single-node ones.
+    fake = two_nodes(lab)
+    rc, out = play(lab, role_vars(lab, nccl_tests_tests=["alltoall"], nccl_tests_sizes=[{"minbytes": "1K",
+                                                                                       "maxbytes": "8G"}],
+                                  nccl_tests_single_node=False, nccl_tests_mpirun_path=str(fake),
+                                  nccl_tests_min_busbw={"alltoall": 400},
+                                  nccl_tests_min_busbw_multi_node={"alltoall": 30}))
+    assert rc == 0, out
+    (run,) = json.loads((lab / "result.json").read_text())["multi_node"]
+    assert run["passed"] is True and run["gates"]["min_busbw"] == 30.0
+    rc, out = play(lab, role_vars(lab, nccl_tests_tests=["alltoall"], nccl_tests_sizes=[{"minbytes": "1K",
+                                                                                       "maxbytes": "8G"}],
+                                  nccl_tests_single_node=False, nccl_tests_mpirun_path=str(fake),
+                                  nccl_tests_min_busbw_multi_node={"alltoall": 40}))
+    assert rc != 0 and "is below min_busbw = 40.0 GB/s" in out
