@@ -241,10 +241,13 @@ def test_sigterm_to_the_module_stops_the_job_on_every_node(te1, te2):
     proc = start_sleep_job(431)
     try:
         assert wait_for(te2, "pgrep -f 'sleep 431'", 120), "the job's rank never started on te2"
-        # The module's own process on te1 (AnsiballZ runs the module in this python).
-        found = te1.run("pgrep -f '^[^ ]*python[0-9.]* [^ ]*AnsiballZ_mpi_run.py'").stdout.split()
-        assert len(found) == 1, found
-        te1.run("kill -TERM %s" % found[0])
+        # The module's own process on te1 is mpirun's parent (AnsiballZ runs the module in
+        # its python, with pipelining fed on stdin, so its command line names nothing).
+        mpirun = te1.check_output("pgrep -x mpirun").split()
+        assert len(mpirun) == 1, mpirun
+        module_pid = te1.check_output("ps -o ppid= -p %s" % mpirun[0]).strip()
+        assert "python" in te1.check_output("ps -o comm= -p %s" % module_pid), module_pid
+        te1.run("kill -TERM %s" % module_pid)
         out = proc.communicate(timeout=120)[0]
     finally:
         if proc.poll() is None:
