@@ -126,3 +126,15 @@ def test_another_ranks_lines_do_not_merge_into_rank_0s_rows():
     assert [r["size"] for r in report["rows"]][-1] == 134217728
     assert len(report["rows"]) == 25
     assert report["other_rank_rows"] == 1
+
+
+def test_a_trace_replay_row_with_blank_out_of_place_is_still_in_place_only():
+    # nccl-tests' trace replay prints 32 blanks where the out-of-place numbers go
+    # (writeBenchMarkLineNullBody, src/util.cu) and measures in place only; that row is
+    # legitimate and must stay distinguishable from a row cut after its first half.
+    prefix = LAST_ROW[:LAST_ROW.index("   1916.4")]
+    in_place = LAST_ROW[LAST_ROW.index("   1907.8"):]
+    report = NP.parse_text(gh200().replace(LAST_ROW, prefix + " " * 32 + in_place))
+    assert report["problems"] == []
+    row = report["rows"][-1]
+    assert row["out_of_place"] is None and row["in_place"]["busbw"] == 123.11
