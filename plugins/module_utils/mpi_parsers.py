@@ -13,3 +13,5 @@ from __future__ import annotations
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.parsers import (  # noqa: F401
     PARSE_KINDS, parse_imb, parse_osu, parse_output, parse_seed,
 )
+
+__all__ = ["PARSE_KINDS", "parse_imb", "parse_osu", "parse_output", "parse_seed"]

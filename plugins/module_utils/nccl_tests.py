@@ -19,3 +19,9 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl.gates import (
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl.parse import (  # noqa: F401
     parse_json, parse_text, strip_launcher_prefix,
 )
+
+__all__ = [
+    "OPS", "TESTS", "NcclTestsError", "binary_name", "build_test_args", "size_to_bytes", "supports_json",
+    "bound_for", "check_gates", "describe_devices", "no_mpi_processes", "summarize",
+    "parse_json", "parse_text", "strip_launcher_prefix",
+]

@@ -27,7 +27,7 @@ description:
     or a job that ran on another number of GPUs than O(expected_gpus).
   - nccl-tests' C(Reducing maxBytes to N) (the sizes did not fit in GPU memory) is shown in
     RV(max_bytes_reduced_to) and as a warning; the gate is then applied at the largest size measured,
-    RV(gates.size).
+    C(gates.size).
   - Recognises the classic multi-node mistake, a binary built without C(MPI=1) started by a launcher
     (every process runs alone and prints its own header and rank 0), and fails saying to rebuild.
   - The job runs through the collection's shared launcher code (the same as

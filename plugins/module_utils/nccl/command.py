@@ -108,4 +108,3 @@ def _positive(name, value, minimum=1):
 def supports_json(help_text):
     """Does this binary's usage (``<binary> -h``) offer ``-J`` (JSON output)?"""
     return bool(re.search(r"-J,\s*--output_file", help_text or ""))
-

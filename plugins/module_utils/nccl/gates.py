@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+
 # --------------------------------------------------------------------------- summary, gates
 
 def summarize(report):

@@ -128,8 +128,7 @@ def _parse_row(columns, tokens, line=""):
     size = int(tokens[0])
     full = len(prefix) + len(first) + len(second)
     if len(tokens) < len(prefix) + len(second):
-        return None, "the row for size %d is cut short (%d of %d columns): %s" % (size, len(tokens), full,
-                                                                                 line.strip()[:200])
+        return None, _cut_short(size, len(tokens), full, line)
     row = {"size": size, "count": int(tokens[1]), "type": None, "redop": None, "root": None}
     for name, token in zip(prefix[2:], tokens[2:len(prefix)]):
         if name == "root":
@@ -149,11 +148,14 @@ def _parse_row(columns, tokens, line=""):
     else:
         # The numbers follow the prefix directly: the line stopped after the
         # out-of-place half (a kill or a full disk mid-line); they are not in-place ones.
-        return None, "the row for size %d is cut short (%d of %d columns): %s" % (size, len(tokens), full,
-                                                                                 line.strip()[:200])
+        return None, _cut_short(size, len(tokens), full, line)
     if problems:
         return None, "the row for size %d %s: %s" % (size, "; ".join(problems), line.strip()[:200])
     return row, None
+
+
+def _cut_short(size, got, full, line):
+    return "the row for size %d is cut short (%d of %d columns): %s" % (size, got, full, line.strip()[:200])
 
 
 def _blank_out_of_place(line, prefix_columns):
@@ -384,4 +386,3 @@ def parse_json(doc):
         report["avg_busbw_failed"] = avg.get("okay") in (False, "false")
     report["errors"] = [str(e)[:500] for e in (doc.get("errors") or []) if e]
     return report
-

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher as L
-from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import runner as R
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import job as J
 
 LAB_HOSTS = [{"name": "te1", "slots": 2}, {"name": "te2", "slots": 1}]

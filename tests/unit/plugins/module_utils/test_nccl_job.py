@@ -10,7 +10,6 @@ import shutil
 import pytest
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher as L
-from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import runner as R
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import job as J
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "nccl_tests")

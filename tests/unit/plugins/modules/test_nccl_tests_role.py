@@ -77,8 +77,8 @@ def play(lab, extra, *args):
                ANSIBLE_SHOW_CUSTOM_STATS="true", ANSIBLE_NOCOLOR="1", ANSIBLE_RETRY_FILES_ENABLED="0",
                ANSIBLE_LOCAL_TEMP=str(lab / "tmp"), ANSIBLE_HOME=str(lab / "ansible-home"),
                # The stand-in's "#!/usr/bin/env python" finds this interpreter first.
-               PATH=os.pathsep.join(p for p in (os.environ.get("AIINFRA_TEST_EXTRA_PATH"), os.path.dirname(sys.executable),
-                                                 os.environ.get("PATH", "")) if p))
+               PATH=os.pathsep.join(p for p in (os.environ.get("AIINFRA_TEST_EXTRA_PATH"),
+                                                os.path.dirname(sys.executable), os.environ.get("PATH", "")) if p))
     proc = subprocess.run([ANSIBLE_PLAYBOOK, "-i", str(lab / "hosts.yml"), str(lab / "play.yml"),
                            "-e", "@" + str(lab / "vars.json")] + list(args),
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=str(lab), env=env, timeout=300, check=False)
@@ -226,20 +226,21 @@ def test_without_gpu_count_and_no_gpu_found_the_role_fails_clearly(lab):
     assert not (lab / "result.json").exists()
 
 
+ONE_SWEEP = {"minbytes": "1K", "maxbytes": "8G"}
+
+
 def test_multi_node_runs_use_their_own_bounds(lab):
     # A single-node bound (NVLink speeds) must not gate the runs across nodes, and the
     # multi-node bound must not gate the single-node ones.
     fake = two_nodes(lab)
-    rc, out = play(lab, role_vars(lab, nccl_tests_tests=["alltoall"], nccl_tests_sizes=[{"minbytes": "1K",
-                                                                                       "maxbytes": "8G"}],
+    rc, out = play(lab, role_vars(lab, nccl_tests_tests=["alltoall"], nccl_tests_sizes=[ONE_SWEEP],
                                   nccl_tests_single_node=False, nccl_tests_mpirun_path=str(fake),
                                   nccl_tests_min_busbw={"alltoall": 400},
                                   nccl_tests_min_busbw_multi_node={"alltoall": 30}))
     assert rc == 0, out
     (run,) = json.loads((lab / "result.json").read_text())["multi_node"]
     assert run["passed"] is True and run["gates"]["min_busbw"] == 30.0
-    rc, out = play(lab, role_vars(lab, nccl_tests_tests=["alltoall"], nccl_tests_sizes=[{"minbytes": "1K",
-                                                                                       "maxbytes": "8G"}],
+    rc, out = play(lab, role_vars(lab, nccl_tests_tests=["alltoall"], nccl_tests_sizes=[ONE_SWEEP],
                                   nccl_tests_single_node=False, nccl_tests_mpirun_path=str(fake),
                                   nccl_tests_min_busbw_multi_node={"alltoall": 40}))
     assert rc != 0 and "is below min_busbw = 40.0 GB/s" in out
