@@ -229,7 +229,8 @@ def leftovers(te1, te2, tag, seconds):
     while True:
         left = {}
         for name, vm in (("te1", te1), ("te2", te2)):
-            out = vm.run("pgrep -a -f 'sleep %s' ; pgrep -a -x orted ; pgrep -a -x mpirun" % tag).stdout
+            # [s]leep: the pattern must not match this checking shell's own command line.
+            out = vm.run("pgrep -a -f '[s]leep %s' ; pgrep -a -x orted ; pgrep -a -x mpirun" % tag).stdout
             if out.strip():
                 left[name] = out.strip()
         if not left or time.time() > deadline:
@@ -240,7 +241,7 @@ def leftovers(te1, te2, tag, seconds):
 def test_sigterm_to_the_module_stops_the_job_on_every_node(te1, te2):
     proc = start_sleep_job(431)
     try:
-        assert wait_for(te2, "pgrep -f 'sleep 431'", 120), "the job's rank never started on te2"
+        assert wait_for(te2, "pgrep -f '[s]leep 431'", 120), "the job's rank never started on te2"
         # The module's own process on te1 is mpirun's parent (AnsiballZ runs the module in
         # its python, with pipelining fed on stdin, so its command line names nothing).
         mpirun = te1.check_output("pgrep -x mpirun").split()
@@ -263,11 +264,15 @@ def test_async_timeout_stops_the_job_on_every_node(te1, te2):
     # the module's guard process takes the job down.
     proc = start_sleep_job(433, "-B", "45", "-P", "5")
     try:
-        assert wait_for(te2, "pgrep -f 'sleep 433'", 120), "the job's rank never started on te2"
+        started = wait_for(te2, "pgrep -f '[s]leep 433'", 120)
+        if not started:
+            proc.kill()
         out = proc.communicate(timeout=300)[0]
     finally:
         if proc.poll() is None:
             proc.kill()
+    assert started, "the job's rank never started on te2:\n%s\n%s" % (
+        out[-3000:], te1.run("tail -c 3000 ~/.ansible_async/* 2>&1").stdout)
     print(out[-1500:])
     assert proc.returncode != 0 and "async task did not complete within the requested time" in out, out[-3000:]
     assert leftovers(te1, te2, "433", 30) == {}

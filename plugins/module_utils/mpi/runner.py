@@ -31,6 +31,7 @@ import time
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.launcher import _str_value
 
+
 def _proc_table():
     """``{pid: (ppid, session id)}`` for every process, read from /proc (empty elsewhere)."""
     table = {}
