@@ -274,5 +274,6 @@ def test_async_timeout_stops_the_job_on_every_node(te1, te2):
     assert started, "the job's rank never started on te2:\n%s\n%s" % (
         out[-3000:], te1.run("tail -c 3000 ~/.ansible_async/* 2>&1").stdout)
     print(out[-1500:])
-    assert proc.returncode != 0 and "async task did not complete within the requested time" in out, out[-3000:]
+    # ansible-core 2.19 reports async_wrapper's "Timeout exceeded" for the job.
+    assert proc.returncode != 0 and "Timeout exceeded" in out, out[-3000:]
     assert leftovers(te1, te2, "433", 30) == {}
