@@ -59,8 +59,10 @@ options:
     default: []
   np:
     description:
-      - Number of ranks. Defaults to the total slots of O(hosts) (or the CPU count of the
-        launching host when O(hosts) is not given).
+      - Number of ranks. With C(mpirun) it defaults to the total slots of O(hosts) (or the CPU
+        count of the launching host when O(hosts) is not given), and more needs O(oversubscribe).
+      - With O(launcher=srun) Slurm places the tasks, so the launching host's CPUs neither
+        limit O(np) nor set its default; without O(np) srun takes the count from the allocation.
     type: int
   hosts:
     description:
@@ -133,9 +135,13 @@ options:
     type: path
   timeout:
     description:
-      - Seconds after which the job is stopped on every host and the task fails. C(0) means no limit.
+      - Seconds after which the job is stopped on every host and the task fails. C(0) means no
+        limit (then only a cancel stops the job).
+      - A cancelled task stops the job the same way - SIGTERM, SIGINT or SIGHUP to the module
+        (an AWX cancel, Ctrl-C) and even SIGKILL (an C(async) timeout) take the launcher and
+        every rank down on every host; see RV(cancelled).
     type: int
-    default: 0
+    default: 3600
   extra_args:
     description: Further launcher arguments, placed verbatim before the program.
     type: list
@@ -286,6 +292,22 @@ timed_out:
   description: Whether the job was stopped after O(timeout) seconds.
   returned: when the job ran
   type: bool
+cancelled:
+  description:
+    - The signal that cancelled the task (C(SIGTERM), C(SIGINT), C(SIGHUP)) while the job ran; the
+      job was then stopped on every host and the task failed. Null otherwise.
+  returned: always
+  type: str
+transport:
+  description:
+    - What the job was told to carry MPI messages over, from O(mca) and O(env) (C(OMPI_MCA_*),
+      C(UCX_*)). C(kind) is C(tcp) (pml ob1 with the tcp BTL - kernel sockets, not RDMA, even on
+      InfiniBand/RoCE hosts), C(ucx) (pml ucx - verbs where UCX finds an RDMA device), C(verbs)
+      (the openib BTL) or C(auto) (nothing pinned, the MPI chooses); C(summary) says it in words.
+  returned: always
+  type: dict
+  sample: {kind: tcp, pml: ob1, btl: "tcp,self", ucx_tls: null, ucx_net_devices: null,
+           summary: "TCP sockets (Open MPI pml ob1, btl tcp,self)"}
 ran:
   description: Whether the job was run (false in check mode and when O(creates)/O(removes) skipped it).
   returned: always
@@ -350,10 +372,11 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils import launcher as L
-from ansible_collections.aiinfra.fabric.plugins.module_utils import mpi_expect
-from ansible_collections.aiinfra.fabric.plugins.module_utils import mpi_job
-from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi_parsers import parse_output
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher as L
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import runner as R
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import expect as mpi_expect
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import job as mpi_job
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.parsers import parse_output
 
 
 def _resolves(name):
@@ -374,44 +397,45 @@ def _find_program(module, program, chdir):
     return None
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            program=dict(type="str", required=True),
-            args=dict(type="list", elements="str", default=[]),
-            np=dict(type="int"),
-            hosts=dict(type="list", elements="dict"),
-            launcher=dict(type="str", choices=["mpirun", "srun"], default="mpirun"),
-            mpirun=dict(type="str", default="mpirun"),
-            srun=dict(type="str", default="srun"),
-            implementation=dict(type="str", choices=["auto", "openmpi", "mpich", "intelmpi"], default="auto"),
-            mca=dict(type="dict", default={}),
-            env=dict(type="dict", default={}),
-            allow_run_as_root=dict(type="bool", default=False),
-            oversubscribe=dict(type="bool", default=False),
-            map_by=dict(type="str"),
-            bind_to=dict(type="str"),
-            tag_output=dict(type="bool", default=False),
-            chdir=dict(type="path"),
-            timeout=dict(type="int", default=0),
-            extra_args=dict(type="list", elements="str", default=[]),
-            ntasks_per_node=dict(type="int"),
-            cpus_per_task=dict(type="int"),
-            srun_mpi=dict(type="str"),
-            parse=dict(type="str", choices=["none", "osu", "imb", "seed"], default="none"),
-            expect=dict(type="dict", default={}),
-            fail_on_rc=dict(type="bool", default=True),
-            creates=dict(type="path"),
-            removes=dict(type="path"),
-            hostfile_dir=dict(type="path"),
-        ),
-        supports_check_mode=True,
+def argument_spec():
+    return dict(
+        program=dict(type="str", required=True),
+        args=dict(type="list", elements="str", default=[]),
+        np=dict(type="int"),
+        hosts=dict(type="list", elements="dict"),
+        launcher=dict(type="str", choices=["mpirun", "srun"], default="mpirun"),
+        mpirun=dict(type="str", default="mpirun"),
+        srun=dict(type="str", default="srun"),
+        implementation=dict(type="str", choices=["auto", "openmpi", "mpich", "intelmpi"], default="auto"),
+        mca=dict(type="dict", default={}),
+        env=dict(type="dict", default={}),
+        allow_run_as_root=dict(type="bool", default=False),
+        oversubscribe=dict(type="bool", default=False),
+        map_by=dict(type="str"),
+        bind_to=dict(type="str"),
+        tag_output=dict(type="bool", default=False),
+        chdir=dict(type="path"),
+        timeout=dict(type="int", default=3600),
+        extra_args=dict(type="list", elements="str", default=[]),
+        ntasks_per_node=dict(type="int"),
+        cpus_per_task=dict(type="int"),
+        srun_mpi=dict(type="str"),
+        parse=dict(type="str", choices=["none", "osu", "imb", "seed"], default="none"),
+        expect=dict(type="dict", default={}),
+        fail_on_rc=dict(type="bool", default=True),
+        creates=dict(type="path"),
+        removes=dict(type="path"),
+        hostfile_dir=dict(type="path"),
     )
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     p = module.params
     here = socket.gethostname()
     result = dict(changed=False, ran=False, cmd=[], command="", implementation=None, np=None, hosts=[],
                   hostfile_content=None, launched_from=here, rank_output={}, parsed=None, checks=[],
-                  failed_checks=[])
+                  failed_checks=[], cancelled=None, transport=None)
 
     if p["chdir"] and not os.path.isdir(p["chdir"]):
         module.fail_json(msg="chdir %s is not a directory on %s" % (p["chdir"], here), **result)
@@ -448,6 +472,7 @@ def main():
         module.fail_json(msg=str(exc), **result)
 
     result.update(np=plan["np"], hosts=plan["hosts"], hostfile_content=plan["hostfile_content"])
+    result["transport"] = mpi_job.describe_transport(p["launcher"], implementation, p["mca"], p["env"])
     shown_hostfile = "<hostfile>" if plan["hostfile_content"] else None
     result["cmd"] = mpi_job.with_hostfile(plan["argv"], shown_hostfile)
     result["command"] = " ".join(shlex.quote(a) for a in result["cmd"])
@@ -467,7 +492,7 @@ def main():
         argv = mpi_job.with_hostfile(plan["argv"], hostfile)
         result["cmd"] = argv
         result["command"] = " ".join(shlex.quote(a) for a in argv)
-        run = L.run_job(argv, timeout=p["timeout"] or None, cwd=p["chdir"])
+        run = R.run_job(argv, timeout=p["timeout"] or None, cwd=p["chdir"])
     finally:
         if hostfile and os.path.exists(hostfile):
             os.unlink(hostfile)
@@ -478,6 +503,9 @@ def main():
     where = "on %s" % (", ".join(h["name"] for h in plan["hosts"]) if plan["hosts"] else here)
     if plan["hosts"]:
         where += " (launched from %s)" % here
+    if run["cancelled"]:
+        module.fail_json(msg="the MPI job %s was cancelled (%s) and stopped on every host: %s"
+                         % (where, run["cancelled"], result["command"]), **result)
     if run["timed_out"]:
         module.fail_json(msg="the MPI job %s ran past the timeout of %d s and was stopped on every host: %s"
                          % (where, p["timeout"], result["command"]), **result)

@@ -21,6 +21,13 @@ description:
     when the out-of-place bus bandwidth at the largest size is below O(min_busbw) (or the
     O(min_busbw_per_gpu) bound for the GPU model). The message names the value, the bound, the
     host and the devices.
+  - Fails, too, when the result cannot be trusted - a value that is not a number (C(nan), C(inf), text
+    where a time, bandwidth or C(#wrong) count belongs; C(N/A) is the legitimate "not checked"), a row
+    cut short, a table without its footer or with fewer sizes than asked for (a killed or cut-off run),
+    or a job that ran on another number of GPUs than O(expected_gpus).
+  - nccl-tests' C(Reducing maxBytes to N) (the sizes did not fit in GPU memory) is shown in
+    RV(max_bytes_reduced_to) and as a warning; the gate is then applied at the largest size measured,
+    C(gates.size).
   - Recognises the classic multi-node mistake, a binary built without C(MPI=1) started by a launcher
     (every process runs alone and prints its own header and rank 0), and fails saying to rebuild.
   - The job runs through the collection's shared launcher code (the same as
@@ -165,11 +172,18 @@ options:
     type: float
   min_busbw_per_gpu:
     description:
-      - Bounds per GPU model - the key is matched case-insensitively against the GPU names nccl-tests
-        prints (for example C(H100), C(A10)); the first match wins over O(min_busbw). When the job spans
-        several models, the strictest matching bound applies.
+      - Bounds per GPU model - each key is looked for, case-insensitively, in the GPU names nccl-tests
+        prints (for example C(H100), C(A10)). For each GPU the first key found, in the order given, is its
+        bound, so list the specific name first (C(H100 PCIe) before C(H100)). A match wins over
+        O(min_busbw). When the job spans several models, the strictest of their bounds applies.
     type: dict
     default: {}
+  expected_gpus:
+    description:
+      - How many GPUs (ranks in nccl-tests' device list) the job must run on; the task fails otherwise.
+      - Defaults to processes x O(threads) x O(ngpus) - one process with O(launcher=none), O(np) (or the
+        hosts' slots) with a launcher. Unknown (not checked) with O(launcher=srun) and no O(np).
+    type: int
   creates:
     description: Do not run when this path exists.
     type: path
@@ -309,9 +323,39 @@ passed:
   returned: always
   type: bool
 gates:
-  description: C(passed), C(failures) (messages), C(min_busbw) (the bound used) and C(bound_source).
+  description: C(passed), C(failures) (messages), C(min_busbw) (the bound used), C(bound_source) and C(size) (the size in bytes where the bound was compared).
   returned: when the job ran
   type: dict
+problems:
+  description: Rows that could not be trusted (cut short, a value that is not a number), one message each; any fails the task.
+  returned: when the job ran
+  type: list
+  elements: str
+footer:
+  description: Whether the table's footer was printed (false - the output was cut off).
+  returned: when the job ran
+  type: bool
+requested_maxbytes:
+  description: The maxbytes nccl-tests was asked for, in bytes, as its header printed it.
+  returned: when the job ran
+  type: int
+max_bytes_reduced_to:
+  description: The maxBytes nccl-tests fell back to for lack of GPU memory (its C(Reducing maxBytes) line), null when it did not.
+  returned: when the job ran
+  type: int
+expected_gpus:
+  description: The number of GPUs the job was checked against (null when unknown).
+  returned: when the job ran
+  type: int
+other_rank_rows:
+  description: Result rows printed by ranks other than the reporting one (rank 0); they are not merged into RV(rows).
+  returned: when the job ran
+  type: int
+warnings:
+  description: What the task also warned about (a reduced maxBytes, a device list missing so the GPU count was not checked).
+  returned: when the job ran
+  type: list
+  elements: str
 command:
   description: The command as an argv list (in check mode the hostfile path reads C(<hostfile>)).
   returned: always
@@ -347,10 +391,12 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils import launcher as L
-from ansible_collections.aiinfra.fabric.plugins.module_utils import nccl_tests as N
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl_job import (
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher as L
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import runner as R
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import command as N
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl.job import (
     NcclJobError,
+    expected_gpus,
     plan_job,
     read_report,
     result_fields,
@@ -393,6 +439,7 @@ def argument_spec():
         srun_mpi=dict(type="str"),
         min_busbw=dict(type="float"),
         min_busbw_per_gpu=dict(type="dict", default={}),
+        expected_gpus=dict(type="int"),
         creates=dict(type="path"),
         removes=dict(type="path"),
     )
@@ -426,7 +473,7 @@ def main():
                              msg="check mode: the benchmark was not run")
         workdir = tempfile.mkdtemp(prefix="aiinfra-nccl-")
         argv = plan.materialize(workdir)
-        job = L.run_job(argv, timeout=p["timeout"], env=plan.env)
+        job = R.run_job(argv, timeout=p["timeout"], env=plan.env)
         report = read_report(job, plan, workdir)
     except (NcclJobError, N.NcclTestsError, L.LauncherError) as exc:
         module.fail_json(msg=str(exc), passed=False)
@@ -435,7 +482,9 @@ def main():
             shutil.rmtree(workdir, ignore_errors=True)
 
     fields = result_fields(report, job, plan, host=platform.node(), min_busbw=p["min_busbw"],
-                           min_busbw_per_gpu=p["min_busbw_per_gpu"], timeout=p["timeout"])
+                           min_busbw_per_gpu=p["min_busbw_per_gpu"], timeout=p["timeout"], gpus=expected_gpus(p))
+    for warning in fields["warnings"]:
+        module.warn(warning)
     fields["command"] = argv
     fields["cmd"] = " ".join(shlex.quote(a) for a in argv)
     failure = fields.pop("failure")

@@ -2,8 +2,10 @@
 
 The results come from the converge run (saved by converge.yml); the hosts are read
 directly. Two tests run Ansible again: the playbook in check mode, and with an
-impossible latency bound (it must fail, naming value, bound and hosts). One runs
-mpi_run with a timeout and looks for leftover ranks on te2.
+impossible latency bound (it must fail, naming value, bound and hosts). Three run
+mpi_run on a job across te1 and te2 and stop it - by its timeout, by SIGTERM to the
+module process (what an AWX cancel does), and by an async timeout (async_wrapper
+SIGKILLs the module) - and look for leftover mpirun/orted/ranks on both VMs.
 """
 
 import json
@@ -103,6 +105,16 @@ def test_jobs_ran_over_the_fabric_with_the_inventory_hostfile(result):
     assert "--oversubscribe" not in hello["command"]
 
 
+def test_the_result_says_which_transport_carried_the_jobs(result):
+    # The lab keeps the default: TCP sockets over the fabric, pinned (pml ob1), and said so.
+    assert result["transport"] == {"requested": "tcp", "kind": "tcp",
+                                   "summary": "TCP sockets (Open MPI pml ob1, btl tcp,self)"}, result["transport"]
+    for job in result["jobs"]:
+        assert job["transport"]["kind"] == "tcp", job["name"]
+        assert "--mca pml ob1" in job["command"] and "--mca btl tcp,self" in job["command"], job["command"]
+    print("lab transport:", result["transport"])
+
+
 def test_benchmark_tables_between_te1_and_te2(result):
     tables = result["benchmarks"]
     assert set(tables) == {"latency", "bandwidth", "allreduce"}
@@ -177,3 +189,91 @@ def test_timeout_stops_the_job_on_every_node(te2):
     time.sleep(2)
     assert te2.run("pgrep -f 'sleep 417'").rc == 1
     assert te2.run("pgrep -x orted").rc == 1
+
+
+SLEEP_JOB = {"program": "/bin/sleep", "hosts": [{"name": "te1", "slots": 1}, {"name": "te2", "slots": 1}],
+             "allow_run_as_root": True,
+             "mca": {"oob_tcp_if_include": "10.99.0.0/24", "plm_rsh_no_tree_spawn": "1"}}
+
+
+def plain_ansible_env():
+    # Without Mitogen: the module runs as its own AnsiballZ process on te1 (as on any
+    # host), so it can be signalled, and async runs through Ansible's async_wrapper.
+    env = ansible_env()
+    env["ANSIBLE_CONFIG"] = os.path.join(TOP, "ansible.cfg")
+    return env
+
+
+def start_sleep_job(seconds, *extra):
+    args = dict(SLEEP_JOB, args=[str(seconds)], timeout=900)
+    cmd = [os.path.join(TOP, ".venv", "bin", "ansible"), "te1", "-i", os.path.join(TOP, "inventory", "lab"),
+           "-m", "aiinfra.fabric.mpi_run", "-a", json.dumps(args)] + list(extra)
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=plain_ansible_env(),
+                            universal_newlines=True)
+
+
+def wait_for(host, command, seconds):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if host.run(command).rc == 0:
+            return True
+        time.sleep(2)
+    return False
+
+
+def leftovers(te1, te2, tag, seconds):
+    """The job's processes (``sleep <tag>`` ranks, orted, mpirun) still alive on each VM
+    after up to ``seconds`` (empty: all gone)."""
+    left = {}
+    deadline = time.time() + seconds
+    while True:
+        left = {}
+        for name, vm in (("te1", te1), ("te2", te2)):
+            # [s]leep: the pattern must not match this checking shell's own command line.
+            out = vm.run("pgrep -a -f '[s]leep %s' ; pgrep -a -x orted ; pgrep -a -x mpirun" % tag).stdout
+            if out.strip():
+                left[name] = out.strip()
+        if not left or time.time() > deadline:
+            return left
+        time.sleep(2)
+
+
+def test_sigterm_to_the_module_stops_the_job_on_every_node(te1, te2):
+    proc = start_sleep_job(431)
+    try:
+        assert wait_for(te2, "pgrep -f '[s]leep 431'", 120), "the job's rank never started on te2"
+        # The module's own process on te1 is mpirun's parent (AnsiballZ runs the module in
+        # its python, with pipelining fed on stdin, so its command line names nothing).
+        mpirun = te1.check_output("pgrep -x mpirun").split()
+        assert len(mpirun) == 1, mpirun
+        module_pid = te1.check_output("ps -o ppid= -p %s" % mpirun[0]).strip()
+        assert "python" in te1.check_output("ps -o comm= -p %s" % module_pid), module_pid
+        te1.run("kill -TERM %s" % module_pid)
+        out = proc.communicate(timeout=120)[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    print(out[-1500:])
+    assert proc.returncode != 0
+    assert "was cancelled (SIGTERM) and stopped on every host" in out, out[-3000:]
+    assert leftovers(te1, te2, "431", 20) == {}
+
+
+def test_async_timeout_stops_the_job_on_every_node(te1, te2):
+    # async_wrapper kills the module's process group with SIGKILL: no handler runs,
+    # the module's guard process takes the job down.
+    proc = start_sleep_job(433, "-B", "45", "-P", "5")
+    try:
+        started = wait_for(te2, "pgrep -f '[s]leep 433'", 120)
+        if not started:
+            proc.kill()
+        out = proc.communicate(timeout=300)[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert started, "the job's rank never started on te2:\n%s\n%s" % (
+        out[-3000:], te1.run("tail -c 3000 ~/.ansible_async/* 2>&1").stdout)
+    print(out[-1500:])
+    # ansible-core 2.19 reports async_wrapper's "Timeout exceeded" for the job.
+    assert proc.returncode != 0 and "Timeout exceeded" in out, out[-3000:]
+    assert leftovers(te1, te2, "433", 30) == {}

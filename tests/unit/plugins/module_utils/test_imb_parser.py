@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi_parsers import parse_imb
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.parsers import parse_imb
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "imb")
 

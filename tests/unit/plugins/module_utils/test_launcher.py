@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils import launcher as L
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher as L
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import runner as R
 
 OMPI_414 = "mpirun (Open MPI) 4.1.4\n\nReport bugs to http://www.open-mpi.org/community/help/\n"
 OMPI_5 = "mpirun (Open MPI) 5.0.3\n\nReport bugs to https://www.open-mpi.org/community/help/\n"
@@ -195,13 +196,13 @@ def test_split_tagged_output_hydra_and_srun():
 
 
 def test_run_job_returns_output_and_rc():
-    res = L.run_job([sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"])
+    res = R.run_job([sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"])
     assert res["rc"] == 3 and res["stdout"] == "out\n" and res["stderr"] == "err\n"
     assert res["timed_out"] is False and res["duration"] >= 0
 
 
 def test_run_job_sets_lc_all_and_env(tmp_path):
-    res = L.run_job([sys.executable, "-c", "import os; print(os.environ['LC_ALL'], os.environ['X'], os.getcwd())"],
+    res = R.run_job([sys.executable, "-c", "import os; print(os.environ['LC_ALL'], os.environ['X'], os.getcwd())"],
                     env={"X": 5}, cwd=str(tmp_path))
     assert res["stdout"].split() == ["C", "5", str(tmp_path)]
 
@@ -236,7 +237,7 @@ def test_run_job_timeout_kills_every_process(tmp_path, launcher_ignores_term):
     pidfile = tmp_path / "pids"
     argv = [sys.executable, str(script), str(pidfile)] + (["ignore"] if launcher_ignores_term else [])
     start = time.time()
-    res = L.run_job(argv, timeout=2, grace=1)
+    res = R.run_job(argv, timeout=2, grace=1)
     assert res["timed_out"] is True
     assert res["stdout"] == "started\n"
     assert res["rc"] == (-9 if launcher_ignores_term else -15)

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils import mpi_expect as E
-from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi_parsers import parse_imb, parse_osu, parse_seed
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import expect as E
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.parsers import parse_imb, parse_osu, parse_seed
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures")
 
@@ -159,3 +159,16 @@ def test_kind_and_table_select_tables_of_a_combined_output():
     assert failed(r) == ["no bandwidth table in the output has the metric bandwidth_mbs"]
     with pytest.raises(E.ExpectError, match=r"expect.max_latency\[0\].kind must be one of"):
         E.normalize_expect({"max_latency": [{"value": 1, "kind": "p2p"}]}, "osu")
+
+
+def test_osu_validation_fail_rows_fail_the_job_without_any_expect():
+    # A Fail in the -c column is a wrong result: it fails even when no bound was asked for.
+    text = ("# OSU MPI Latency Test v7.4\n# Size          Latency (us)          Validation\n"
+            "1                       1.71                Pass\n4                       1.71                Fail\n")
+    results = E.check(E.normalize_expect({}, "osu"), parse_osu(text), np=2, where="on te1, te2")
+    failed = E.failures(results)
+    assert [f["check"] for f in failed] == ["validation"]
+    assert failed[0]["message"] == ("OSU MPI Latency Test v7.4: validation (-c) failed at 4 bytes "
+                                    "on te1, te2")
+    passing = E.check(E.normalize_expect({}, "osu"), parse_osu(text.replace("Fail", "Pass")), np=2)
+    assert E.failures(passing) == [] and [r["check"] for r in passing] == ["validation"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils import launcher as L
-from ansible_collections.aiinfra.fabric.plugins.module_utils import mpi_job as J
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher as L
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import job as J
 
 LAB_HOSTS = [{"name": "te1", "slots": 2}, {"name": "te2", "slots": 1}]
 FABRIC_MCA = {"btl": "tcp,self", "btl_tcp_if_include": "10.99.0.0/24", "oob_tcp_if_include": "10.99.0.0/24"}
@@ -101,3 +101,31 @@ def test_summarize_tagged_output():
                         "2": ["Process 2 on te2 contributing data 2"]}
     assert text.splitlines()[0] == "Process 2 on te2 contributing data 2"
     assert J.summarize_output(out, "mpirun", L.OPENMPI, False) == (out, {})
+
+
+def test_srun_np_is_left_to_slurm():
+    # With srun the launching host (a login node) is not where the ranks run: its CPU
+    # count neither limits np nor is np's default.
+    p = plan(launcher="srun", srun="srun", local_slots=16, np=64, ntasks_per_node=32)
+    assert p["np"] == 64 and "--ntasks=64" in p["argv"]
+    p = plan(launcher="srun", srun="srun", local_slots=16)
+    assert p["np"] is None and not [a for a in p["argv"] if a.startswith("--ntasks=")]
+
+
+@pytest.mark.parametrize("mca, env, kind", [
+    ({"pml": "ob1", "btl": "tcp,self"}, {}, "tcp"),
+    ({"btl": "tcp,self,vader"}, {}, "tcp"),
+    ({"pml": "ucx"}, {"UCX_NET_DEVICES": "mlx5_0:1"}, "ucx"),
+    ({}, {"OMPI_MCA_pml": "ucx"}, "ucx"),
+    ({"btl": "openib,self"}, {}, "verbs"),
+    ({}, {}, "auto"),
+    ({"btl": "^openib"}, {}, "auto"),
+    ({"pml": "ucx", "btl": "tcp,self"}, {}, "ucx"),
+])
+def test_describe_transport(mca, env, kind):
+    t = J.describe_transport("mpirun", "openmpi", mca, env)
+    assert t["kind"] == kind, t
+    if kind == "ucx" and env.get("UCX_NET_DEVICES"):
+        assert t["summary"] == "UCX (pml ucx, UCX_NET_DEVICES=mlx5_0:1)"
+    if mca == {"pml": "ob1", "btl": "tcp,self"}:
+        assert t["summary"] == "TCP sockets (Open MPI pml ob1, btl tcp,self)"

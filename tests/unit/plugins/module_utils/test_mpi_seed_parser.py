@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi_parsers import parse_seed
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.parsers import parse_seed
 
 # Lines as the seed's programs print them (section 3.5 of the seed document), 4 ranks.
 SEED_ALLREDUCE = """Process 0 contributing data 0

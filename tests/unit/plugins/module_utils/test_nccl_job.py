@@ -9,8 +9,8 @@ import shutil
 
 import pytest
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils import launcher as L
-from ansible_collections.aiinfra.fabric.plugins.module_utils import nccl_job as J
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher as L
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import job as J
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "nccl_tests")
 OMPI = "mpirun (Open MPI) 4.1.4\n\nReport bugs to http://www.open-mpi.org/community/help/\n"
@@ -165,7 +165,8 @@ def test_result_from_text_passes_gate():
     report = J.read_report(j, p, "/nonexistent")
     f = J.result_fields(report, j, p, host="login1", min_busbw=100)
     assert f["failure"] is None
-    assert f["gates"] == {"passed": True, "failures": [], "min_busbw": 100.0, "bound_source": "min_busbw"}
+    assert f["gates"] == {"passed": True, "failures": [], "min_busbw": 100.0, "bound_source": "min_busbw",
+                          "size": 134217728}
     assert (f["largest_size"], f["largest_size_busbw"], f["avg_busbw"]) == (134217728, 122.57, 19.7866)
     assert f["result_source"] == "text" and f["nranks"] == 8
 

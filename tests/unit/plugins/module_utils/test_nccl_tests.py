@@ -11,7 +11,9 @@ import os
 
 import pytest
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils import nccl_tests as N
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import command as N
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import gates as G
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import parse as NP
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "nccl_tests")
 
@@ -22,7 +24,7 @@ def fixture(name):
 
 
 def parsed(name):
-    return N.parse_text(fixture(name))
+    return NP.parse_text(fixture(name))
 
 
 # --------------------------------------------------------------------------- text layouts
@@ -49,7 +51,7 @@ def test_modern_layout_srun_gh200():
     assert len(r["devices"]) == 8
     assert r["devices"][4] == {"rank": 4, "group": 0, "pid": 155254, "host": "nid005487", "device": 0,
                                "bus_id": "0009:01:00", "name": "NVIDIA GH200 120GB"}
-    assert N.no_mpi_processes(r) == 0
+    assert G.no_mpi_processes(r) == 0
 
 
 def test_versions_help_messages_in_table_and_na_wrong():
@@ -77,13 +79,13 @@ def test_tag_output_with_nccl_info_lines():
     assert r["avg_busbw"] == 1.15327
     assert [d["host"] for d in r["devices"]] == ["test-nccl-efa-worker-0", "test-nccl-efa-worker-1"]
     assert r["header_ranks"] == [0]
-    assert N.no_mpi_processes(r) == 0
+    assert G.no_mpi_processes(r) == 0
 
 
 def test_srun_label_prefix():
     # The same real table as srun --label prints it ("0: " before each line of task 0).
     text = "\n".join("%3d: %s" % (0, line) for line in fixture("cscs_gh200_all_reduce_srun_2.17.1.txt").splitlines())
-    r = N.parse_text(text)
+    r = NP.parse_text(text)
     assert len(r["rows"]) == 25 and r["avg_busbw"] == 19.7866 and len(r["devices"]) == 8
 
 
@@ -112,7 +114,7 @@ def test_legacy_na_error_and_no_device_list():
     assert len(r["rows"]) == 31
     assert r["rows"][-1]["out_of_place"] == {"time_us": 210583.0, "algbw": 40.79, "busbw": 81.53, "error": None,
                                              "wrong": None}
-    s = N.summarize(r)
+    s = G.summarize(r)
     assert s["largest_size"] == 8589934592 and s["largest_size_busbw"] == 81.53 and s["wrong_total"] == 0
 
 
@@ -126,14 +128,14 @@ def test_numbers_wider_than_their_columns():
 
 
 def test_garbage_gives_an_empty_report():
-    r = N.parse_text("bash: ./build/all_reduce_perf: No such file or directory\n")
+    r = NP.parse_text("bash: ./build/all_reduce_perf: No such file or directory\n")
     assert r["rows"] == [] and r["devices"] == [] and r["avg_busbw"] is None
 
 
 def test_test_failure_lines_are_collected():
     text = fixture("rtx5090_alltoall_wide_numbers.txt").split("#\n#  ")[0] + \
         "nid006352: Test NCCL failure common.cu:958 'invalid usage (run with NCCL_DEBUG=WARN for details)\n"
-    r = N.parse_text(text)
+    r = NP.parse_text(text)
     assert r["errors"] == ["nid006352: Test NCCL failure common.cu:958 'invalid usage (run with NCCL_DEBUG=WARN "
                            "for details)"]
 
@@ -142,7 +144,7 @@ def test_test_failure_lines_are_collected():
 
 def test_json_report_matches_the_text_report_and_drops_env():
     doc = json.loads(fixture("constructed_gh200_all_reduce.json"))
-    j = N.parse_json(doc)
+    j = NP.parse_json(doc)
     t = parsed("cscs_gh200_all_reduce_srun_2.17.1.txt")
     assert j["source"] == "json"
     assert j["rows"] == t["rows"]
@@ -159,14 +161,14 @@ def test_json_null_nwrong_and_string_booleans():
                         "in_place": {"time": 1.0, "alg_bw": 0.0, "bus_bw": 0.0, "nwrong": None}}],
            "out_of_bounds": {"count": 3, "okay": "false"},
            "average_bus_bandwidth": {"bandwidth": 0.0, "okay": "unchecked"}}
-    j = N.parse_json(doc)
+    j = NP.parse_json(doc)
     assert j["rows"][0]["in_place"]["wrong"] is None and j["rows"][0]["root"] == -1
     assert j["out_of_bounds_failed"] is True and j["avg_busbw_failed"] is False
 
 
 def test_json_without_results_is_an_error():
     with pytest.raises(N.NcclTestsError, match="results"):
-        N.parse_json({"version": 3})
+        NP.parse_json({"version": 3})
 
 
 # --------------------------------------------------------------------------- no MPI
@@ -175,26 +177,26 @@ def test_constructed_no_mpi_output_is_detected():
     r = parsed("constructed_no_mpi_two_nodes.txt")
     assert r["headers"] == 2
     assert [d["rank"] for d in r["devices"]] == [0, 0]
-    assert N.no_mpi_processes(r) == 2
+    assert G.no_mpi_processes(r) == 2
 
 
 def test_no_mpi_with_tag_output_is_detected():
     # Two processes of a binary built without MPI, each tagged by mpirun as its own rank.
     single = fixture("rtx5090_alltoall_wide_numbers.txt").splitlines()
     text = "\n".join("[1,%d]<stdout>:%s" % (rank, line) for line in single for rank in (0, 1))
-    r = N.parse_text(text)
+    r = NP.parse_text(text)
     assert r["header_ranks"] == [0, 1]
-    assert N.no_mpi_processes(r) == 2
+    assert G.no_mpi_processes(r) == 2
 
 
 def test_one_mpi_job_on_many_hosts_is_not_flagged():
-    assert N.no_mpi_processes(parsed("rtx6000d_alltoall_mpirun_2.18.3.txt")) == 0
+    assert G.no_mpi_processes(parsed("rtx6000d_alltoall_mpirun_2.18.3.txt")) == 0
 
 
 # --------------------------------------------------------------------------- summary and gates
 
 def test_summary_uses_largest_size_not_average():
-    s = N.summarize(parsed("rtx6000d_alltoall_mpirun_2.18.3.txt"))
+    s = G.summarize(parsed("rtx6000d_alltoall_mpirun_2.18.3.txt"))
     assert s["peak_busbw"] == 35.9 and s["peak_busbw_size"] == 8589934592
     assert s["largest_size_busbw"] == 35.9
     assert s["nranks"] == 16 and s["gpu_models"] == ["NVIDIA RTX 6000D"]
@@ -202,21 +204,21 @@ def test_summary_uses_largest_size_not_average():
 
 def test_gate_passes_and_fails_on_largest_size_busbw():
     r = parsed("cscs_gh200_all_reduce_srun_2.17.1.txt")
-    s = N.summarize(r)
+    s = G.summarize(r)
     # The average line (19.79) is far below 100; the largest size (122.57) is above.
-    assert N.check_gates(r, s, "login1", min_busbw=100) == []
-    (msg,) = N.check_gates(r, s, "login1", min_busbw=130)
+    assert G.check_gates(r, s, "login1", min_busbw=100) == []
+    (msg,) = G.check_gates(r, s, "login1", min_busbw=130)
     assert "122.57 GB/s" in msg and "134217728 B" in msg and "min_busbw = 130.0" in msg
     assert "login1" in msg and "nid005471: 0,1,2,3 NVIDIA GH200 120GB" in msg
 
 
 def test_gate_per_gpu_model_bound_wins():
     r = parsed("cscs_gh200_all_reduce_srun_2.17.1.txt")
-    s = N.summarize(r)
-    (msg,) = N.check_gates(r, s, "h", min_busbw=10, min_busbw_per_gpu={"gh200": 200, "H100": 350})
+    s = G.summarize(r)
+    (msg,) = G.check_gates(r, s, "h", min_busbw=10, min_busbw_per_gpu={"gh200": 200, "H100": 350})
     assert "min_busbw_per_gpu[gh200] (NVIDIA GH200 120GB) = 200.0" in msg
-    assert N.check_gates(r, s, "h", min_busbw=500, min_busbw_per_gpu={"GH200": 100}) == []
-    assert N.bound_for(50, {"A100": 200}, ["NVIDIA GH200 120GB"]) == (50.0, "min_busbw")
+    assert G.check_gates(r, s, "h", min_busbw=500, min_busbw_per_gpu={"GH200": 100}) == []
+    assert G.bound_for(50, {"A100": 200}, ["NVIDIA GH200 120GB"]) == (50.0, "min_busbw")
 
 
 def test_gate_on_wrong_values_and_out_of_bounds():
@@ -225,11 +227,11 @@ def test_gate_on_wrong_values_and_out_of_bounds():
     text = fixture("cscs_gh200_all_reduce_srun_2.17.1.txt")
     text = text.replace("164.3    6.38   11.17      0", "164.3    6.38   11.17      3")
     text = text.replace("Out of bounds values : 0 OK", "Out of bounds values : 3 FAILED")
-    r = N.parse_text(text)
-    s = N.summarize(r)
+    r = NP.parse_text(text)
+    s = G.summarize(r)
     assert s["wrong_total"] == 3
     assert s["wrong_rows"] == [{"size": 1048576, "type": "float", "redop": "sum", "wrong": 3}]
-    msgs = N.check_gates(r, s, "login1")
+    msgs = G.check_gates(r, s, "login1")
     assert msgs[0].startswith("3 wrong values (#wrong) on login1")
     assert "1048576 B float/sum: 3" in msgs[0]
     assert msgs[1].startswith("out of bounds values: 3 FAILED")
@@ -237,14 +239,14 @@ def test_gate_on_wrong_values_and_out_of_bounds():
 
 def test_gate_on_nccl_tests_own_min_bw_check():
     text = fixture("gtx1080_all_reduce_g2_error_column.txt").replace("0.414483 ", "0.414483 FAILED")
-    r = N.parse_text(text)
-    (msg,) = N.check_gates(r, N.summarize(r), "h")
+    r = NP.parse_text(text)
+    (msg,) = G.check_gates(r, G.summarize(r), "h")
     assert "NCCL_TESTS_MIN_BW" in msg
 
 
 def test_gate_without_rows_reports_missing_result():
-    r = N.parse_text("")
-    (msg,) = N.check_gates(r, N.summarize(r), "h", min_busbw=1)
+    r = NP.parse_text("")
+    (msg,) = G.check_gates(r, G.summarize(r), "h", min_busbw=1)
     assert msg.startswith("no out-of-place result")
 
 
@@ -315,7 +317,7 @@ def test_per_iteration_and_timestamp_columns():
         "    39.50    41.20    41.20     1.10    40.00   26.21   45.87       0    39.40    40.90    40.90"
         "     0.90  2025-10-24 10:00:00\n"
     )
-    (row,) = N.parse_text(text)["rows"]
+    (row,) = NP.parse_text(text)["rows"]
     assert row["out_of_place"] == {"time_us": 40.1, "algbw": 26.15, "busbw": 45.76, "wrong": 0, "min_us": 39.5,
                                    "max_us": 41.2, "p99_us": 41.2, "cv_pct": 1.1}
     assert row["in_place"]["busbw"] == 45.87 and row["in_place"]["cv_pct"] == 0.9

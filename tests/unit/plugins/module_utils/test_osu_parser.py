@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi_parsers import parse_osu, parse_output
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.parsers import parse_osu, parse_output
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "osu")
 
@@ -97,3 +97,12 @@ def test_parse_output_dispatch():
     assert parse_output("osu", load("omb75_osu_bw_oci.txt"))["kind"] == "bandwidth"
     with pytest.raises(ValueError, match="parse must be one of"):
         parse_output("json", "")
+
+
+def test_validation_column_rows_are_kept_and_fail_rows_listed():
+    # osu_* -c adds a Pass/Fail column; the rows used to be dropped as non-numeric.
+    parsed = parse_osu(load("omb74_osu_latency_validate_constructed.txt"))
+    assert [r["size"] for r in parsed["rows"]] == [1, 2, 4, 8]
+    assert parsed["rows"][2] == {"size": 4, "latency_us": 1.71, "validation": "Fail"}
+    assert parsed["validation_failures"] == [4]
+    assert parsed["columns"] == ["size", "latency_us", "validation"]

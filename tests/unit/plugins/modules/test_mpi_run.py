@@ -181,3 +181,28 @@ def test_unparseable_output_fails_clearly(lab):
     out = write(lab, "out.txt", "nothing useful\n")
     r = run_module(lab, hosts=HOSTS, parse="osu", fake={"FAKE_MPIRUN_OUTPUT": out})
     assert r["failed"] is True and r["msg"].startswith("parse=osu: no OSU Micro-Benchmarks table found")
+
+
+def test_a_default_timeout_stops_a_job_that_never_ends():
+    # timeout used to default to 0 (no limit): a hung job held the play (and the GPUs) forever.
+    from ansible_collections.aiinfra.fabric.plugins.modules import mpi_run
+    assert mpi_run.argument_spec()["timeout"]["default"] == 3600
+
+
+def test_sigterm_to_the_module_stops_the_job_and_fails_saying_so(lab):
+    path = lab["dir"] / "args.json"
+    path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"mpirun": lab["mpirun"], "program": lab["program"],
+                                                        "hosts": HOSTS}}))
+    env = dict(os.environ, PYTHONPATH=os.path.join(TOP, ".cache", "collections"), TMPDIR=str(lab["dir"]),
+               FAKE_MPIRUN_RECORD=str(lab["record"]), FAKE_MPIRUN_SLEEP="120")
+    proc = subprocess.Popen([sys.executable, "-m", "ansible_collections.aiinfra.fabric.plugins.modules.mpi_run",
+                             str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    deadline = __import__("time").time() + 30
+    while not lab["record"].exists() and __import__("time").time() < deadline:
+        __import__("time").sleep(0.1)
+    assert lab["record"].exists(), "the fake mpirun never started"
+    proc.send_signal(__import__("signal").SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    r = json.loads(out.decode())
+    assert r["failed"] is True and r["cancelled"] == "SIGTERM" and r["duration"] < 30
+    assert "was cancelled (SIGTERM) and stopped on every host" in r["msg"], r["msg"]

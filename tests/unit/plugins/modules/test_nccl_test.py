@@ -73,7 +73,8 @@ def test_single_node_run_reads_the_json_report(tmp_path, bindir):
 
 
 def test_binary_without_json_is_parsed_from_text(tmp_path, bindir):
-    r = run_module(tmp_path, test="alltoall", binary_dir=str(bindir), maxbytes="8G",
+    # The replayed output is a 16-GPU job: say so, or the GPU count check fails it.
+    r = run_module(tmp_path, test="alltoall", binary_dir=str(bindir), maxbytes="8G", expected_gpus=16,
                    environment=replay("rtx6000d_alltoall_mpirun_2.18.3.txt", REPLAY_NCCL_NO_JSON="1"))
     assert not r.get("failed"), r.get("msg")
     assert r["result_source"] == "text" and "-J" not in r["command"]

@@ -39,7 +39,7 @@ PLAYBOOK = """
 def lab(tmp_path):
     bindir = tmp_path / "build"
     bindir.mkdir()
-    for test in ("all_reduce", "alltoall"):
+    for test in ("all_reduce", "all_gather", "alltoall"):
         os.symlink(STAND_IN, str(bindir / ("%s_perf" % test)))
     (tmp_path / "play.yml").write_text(PLAYBOOK)
     (tmp_path / "hosts.yml").write_text(json.dumps({"all": {"children": {"gpu_nodes": {"hosts": {"gpu1": {
@@ -53,15 +53,19 @@ def role_vars(lab, **over):
         "nccl_tests_install_method": "none",
         "nccl_tests_build": False,
         "nccl_tests_binary_dir": str(lab / "build"),
-        "nccl_tests_tests": ["all_reduce", "alltoall"],
+        # Single-node runs replay one-process, two-GPU (-g 2) outputs, matching gpu_count 2:
+        # the module checks that the job ran on the GPUs it was given.
+        "nccl_tests_tests": ["all_reduce", "all_gather"],
         "nccl_tests_sizes": [{"minbytes": "8", "maxbytes": "128M", "stepfactor": 2},
                              {"minbytes": "1K", "maxbytes": "8G", "stepfactor": 2}],
         "nccl_tests_environment": {
-            "REPLAY_NCCL_FIXTURE_ALL_REDUCE_PERF": "cscs_gh200_all_reduce_srun_2.17.1.txt",
+            "REPLAY_NCCL_FIXTURE_ALL_REDUCE_PERF": "gtx1080_all_reduce_g2_error_column.txt",
+            "REPLAY_NCCL_FIXTURE_ALL_GATHER_PERF": "gtx1080_all_gather_g2_no_redop.txt",
+            # The multi-node tests: 16 GPUs on two hosts of gpu_count 8.
             "REPLAY_NCCL_FIXTURE_ALLTOALL_PERF": "rtx6000d_alltoall_mpirun_2.18.3.txt",
             "REPLAY_NCCL_NO_JSON": "1",
         },
-        "nccl_tests_min_busbw": {"all_reduce": 100},
+        "nccl_tests_min_busbw": {"all_reduce": 0.5},
     }
     v.update(over)
     return v
@@ -73,7 +77,8 @@ def play(lab, extra, *args):
                ANSIBLE_SHOW_CUSTOM_STATS="true", ANSIBLE_NOCOLOR="1", ANSIBLE_RETRY_FILES_ENABLED="0",
                ANSIBLE_LOCAL_TEMP=str(lab / "tmp"), ANSIBLE_HOME=str(lab / "ansible-home"),
                # The stand-in's "#!/usr/bin/env python" finds this interpreter first.
-               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+               PATH=os.pathsep.join(p for p in (os.environ.get("AIINFRA_TEST_EXTRA_PATH"),
+                                                os.path.dirname(sys.executable), os.environ.get("PATH", "")) if p))
     proc = subprocess.run([ANSIBLE_PLAYBOOK, "-i", str(lab / "hosts.yml"), str(lab / "play.yml"),
                            "-e", "@" + str(lab / "vars.json")] + list(args),
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=str(lab), env=env, timeout=300, check=False)
@@ -87,9 +92,11 @@ def test_matrix_results_and_stats(lab):
     assert result["host"] == "gpu1" and result["passed"] is True and result["failures"] == []
     runs = result["single_node"]
     assert [(r["test"], r["minbytes"], r["maxbytes"]) for r in runs] == [
-        ("all_reduce", "8", "128M"), ("all_reduce", "1K", "8G"), ("alltoall", "8", "128M"), ("alltoall", "1K", "8G")]
-    assert runs[0]["largest_size_busbw"] == 122.57 and runs[0]["gates"]["min_busbw"] == 100.0
-    assert runs[2]["peak_busbw"] == 35.9 and runs[2]["gates"]["min_busbw"] is None
+        ("all_reduce", "8", "128M"), ("all_reduce", "1K", "8G"), ("all_gather", "8", "128M"),
+        ("all_gather", "1K", "8G")]
+    assert runs[0]["largest_size_busbw"] == 0.87 and runs[0]["gates"]["min_busbw"] == 0.5
+    assert runs[0]["gates"]["size"] == 134217728 and runs[0]["nranks"] == 2
+    assert runs[2]["peak_busbw"] == 0.76 and runs[2]["gates"]["min_busbw"] is None
     assert runs[0]["command"].endswith("all_reduce_perf -b 8 -e 128M -f 2 -g 2 -t 1")
     assert len(runs[1]["rows"]) == 25
     assert result["multi_node"] == []      # one host: nothing to run across nodes
@@ -99,16 +106,16 @@ def test_matrix_results_and_stats(lab):
 
 
 def test_gate_failure_fails_the_play_and_still_publishes(lab):
-    rc, out = play(lab, role_vars(lab, nccl_tests_min_busbw={"all_reduce": 100, "alltoall": 40}))
+    rc, out = play(lab, role_vars(lab, nccl_tests_min_busbw={"all_reduce": 0.5, "all_gather": 1}))
     assert rc != 0
-    assert "out-of-place busbw 35.90 GB/s at the largest size (8589934592 B) is below min_busbw = 40.0 GB/s" in out
+    assert "out-of-place busbw 0.76 GB/s at the largest size (134217728 B) is below min_busbw = 1.0 GB/s" in out
     assert not (lab / "result.json").exists()        # the play stopped on this host
     stats = out[out.index("CUSTOM STATS"):]
-    assert "alltoall" in stats and "below min_busbw" in stats
+    assert "all_gather" in stats and "below min_busbw" in stats
 
 
 def test_gates_can_be_recorded_without_failing(lab):
-    rc, out = play(lab, role_vars(lab, nccl_tests_min_busbw={"alltoall": 40}, nccl_tests_fail_on_gates=False))
+    rc, out = play(lab, role_vars(lab, nccl_tests_min_busbw={"all_gather": 1}, nccl_tests_fail_on_gates=False))
     assert rc == 0, out
     result = json.loads((lab / "result.json").read_text())
     assert result["passed"] is False and len(result["failures"]) == 2
@@ -178,3 +185,62 @@ def test_multi_node_without_mpi_build_fails_with_rebuild_advice(lab):
                                   nccl_tests_mpirun_path=str(fake), nccl_tests_environment=env))
     assert rc != 0
     assert "Rebuild nccl-tests with MPI=1" in out
+
+
+def no_gpu_count(lab, nvidia_smi=None):
+    """The inventory without gpu_count; a FAKE nvidia-smi (GPU list) on the PATH when given."""
+    node = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    (lab / "hosts.yml").write_text(json.dumps({"all": {"children": {"gpu_nodes": {"hosts": {"gpu1": node}}}}}))
+    fakebin = lab / "fakebin"
+    fakebin.mkdir()
+    if nvidia_smi is not None:
+        smi = fakebin / "nvidia-smi"
+        smi.write_text("#!/bin/sh\n[ \"$1 $2\" = \"--query-gpu=index --format=csv,noheader\" ] || exit 2\nprintf '%s'\n" % nvidia_smi)
+        smi.chmod(0o755)
+    return str(fakebin)
+
+
+def test_without_gpu_count_the_gpus_are_counted_not_assumed_one(lab):
+    # Two GPUs listed by nvidia-smi: the single-node runs use -g 2 (it used to be -g 1).
+    fakebin = no_gpu_count(lab, "0\n1\n")
+    os.environ["AIINFRA_TEST_EXTRA_PATH"] = fakebin
+    try:
+        rc, out = play(lab, role_vars(lab, nccl_tests_tests=["all_reduce"],
+                                      nccl_tests_sizes=[{"minbytes": "8", "maxbytes": "128M"}]))
+    finally:
+        del os.environ["AIINFRA_TEST_EXTRA_PATH"]
+    assert rc == 0, out
+    result = json.loads((lab / "result.json").read_text())
+    assert result["single_node"][0]["command"].endswith("all_reduce_perf -b 8 -e 128M -f 2 -g 2 -t 1")
+
+
+def test_without_gpu_count_and_no_gpu_found_the_role_fails_clearly(lab):
+    fakebin = no_gpu_count(lab, None)   # no nvidia-smi at all
+    os.environ["AIINFRA_TEST_EXTRA_PATH"] = fakebin
+    try:
+        rc, out = play(lab, role_vars(lab))
+    finally:
+        del os.environ["AIINFRA_TEST_EXTRA_PATH"]
+    assert rc != 0
+    assert "gpu1: no GPU count" in out and "gpu_count" in out, out[-3000:]
+    assert not (lab / "result.json").exists()
+
+
+ONE_SWEEP = {"minbytes": "1K", "maxbytes": "8G"}
+
+
+def test_multi_node_runs_use_their_own_bounds(lab):
+    # A single-node bound (NVLink speeds) must not gate the runs across nodes, and the
+    # multi-node bound must not gate the single-node ones.
+    fake = two_nodes(lab)
+    rc, out = play(lab, role_vars(lab, nccl_tests_tests=["alltoall"], nccl_tests_sizes=[ONE_SWEEP],
+                                  nccl_tests_single_node=False, nccl_tests_mpirun_path=str(fake),
+                                  nccl_tests_min_busbw={"alltoall": 400},
+                                  nccl_tests_min_busbw_multi_node={"alltoall": 30}))
+    assert rc == 0, out
+    (run,) = json.loads((lab / "result.json").read_text())["multi_node"]
+    assert run["passed"] is True and run["gates"]["min_busbw"] == 30.0
+    rc, out = play(lab, role_vars(lab, nccl_tests_tests=["alltoall"], nccl_tests_sizes=[ONE_SWEEP],
+                                  nccl_tests_single_node=False, nccl_tests_mpirun_path=str(fake),
+                                  nccl_tests_min_busbw_multi_node={"alltoall": 40}))
+    assert rc != 0 and "is below min_busbw = 40.0 GB/s" in out

@@ -5,7 +5,7 @@
 """Launching parallel jobs: mpirun (Open MPI, MPICH/Intel MPI Hydra) and Slurm's srun.
 
 Shared by the modules that run jobs (mpi_run, nccl_test). Everything here except
-:func:`run_job` and :func:`write_hostfile` is a pure function of its arguments, so
+:func:`write_hostfile` is a pure function of its arguments, so
 command lines are unit-tested as exact lists. Nothing here parses what a job prints
 beyond the launcher's own framing (:func:`split_tagged_output`).
 
@@ -28,10 +28,7 @@ Stable API (add, don't rename):
 ``build_srun_argv(srun, program, ...) -> [str]``
 ``split_tagged_output(text, launcher) -> [{'rank', 'stream', 'line'}]``
     Undo mpirun --tag-output / -prepend-rank / srun --label framing, line by line.
-``run_job(argv, timeout=None, env=None, cwd=None, grace=5.0) -> {'rc', 'stdout', 'stderr', 'duration', 'timed_out'}``
-    Runs the launcher in its own session; on timeout asks it to stop (SIGTERM, so
-    mpirun tears down its remote daemons and their ranks) and after ``grace``
-    seconds kills the launcher and every process it started.
+Running the job (and stopping all of it) is :mod:`runner`.
 
 Errors in input raise :class:`LauncherError` with a message that names the
 parameter and the value.
@@ -41,10 +38,7 @@ from __future__ import annotations
 
 import os
 import re
-import signal
-import subprocess
 import tempfile
-import time
 
 OPENMPI = "openmpi"
 MPICH = "mpich"
@@ -372,102 +366,3 @@ def split_tagged_output(text, launcher=OPENMPI):
                 continue
         result.append({"rank": None, "stream": "stdout", "line": line})
     return result
-
-
-# --------------------------------------------------------------------------- running
-
-def _proc_table():
-    """``{pid: (ppid, session id)}`` for every process, read from /proc (empty elsewhere)."""
-    table = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return table
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % entry) as handle:
-                stat = handle.read()
-        except (IOError, OSError):
-            continue
-        # The command name is in parentheses and may contain spaces: parse after it.
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 3:
-            table[int(entry)] = (int(fields[1]), int(fields[3]))
-    return table
-
-
-def _job_processes(leader):
-    """Live processes of the job led by ``leader``: its descendants and its session's members."""
-    table = _proc_table()
-    children = {}
-    for pid, (ppid, _sid) in table.items():
-        children.setdefault(ppid, []).append(pid)
-    found, todo = set(), [leader]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    # Processes whose parent already died were re-parented; the session still names them.
-    found.update(pid for pid, (_ppid, sid) in table.items() if sid == leader and pid != leader)
-    return sorted(found)
-
-
-def _signal(pids, sig):
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except OSError:
-            pass
-
-
-def run_job(argv, timeout=None, env=None, cwd=None, grace=5.0):
-    """Run a launcher and wait for it, at most ``timeout`` seconds (None: no limit).
-
-    Returns ``{'rc', 'stdout', 'stderr', 'duration', 'timed_out'}``. The job runs in
-    its own session. On timeout the launcher gets SIGTERM first — mpirun then stops
-    its ranks everywhere, and its remote daemons (Open MPI's orted over ssh) stop
-    theirs — and after ``grace`` seconds SIGKILL goes to the process group and to
-    every process the launcher started, even those that moved to their own process
-    group (Open MPI puts each local rank in one). ``rc`` is then the launcher's
-    (negative signal number when it was killed).
-    ``env`` is merged over os.environ; LC_ALL=C is set so output is parseable.
-    """
-    run_env = dict(os.environ)
-    run_env.update({k: _str_value(v) for k, v in (env or {}).items()})
-    run_env["LC_ALL"] = "C"
-    started = time.time()
-    proc = subprocess.Popen(
-        [str(a) for a in argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-        cwd=cwd, env=run_env, start_new_session=True,
-    )
-    timed_out = False
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _signal([proc.pid], signal.SIGTERM)
-        try:
-            out, err = proc.communicate(timeout=grace)
-        except subprocess.TimeoutExpired:
-            out = err = None
-        # Whatever is left of the job (the launcher itself, ranks that ignored
-        # SIGTERM, ssh sessions to other nodes) is killed outright.
-        # The session id is the launcher's pid (start_new_session), so this finds
-        # exactly what the job started, including ranks in their own process group.
-        leftovers = _job_processes(proc.pid)
-        if proc.returncode is None:
-            leftovers.append(proc.pid)
-        _signal(leftovers, signal.SIGKILL)
-        if out is None:
-            out, err = proc.communicate()
-    duration = time.time() - started
-    return {
-        "rc": proc.returncode,
-        "stdout": (out or b"").decode("utf-8", "replace"),
-        "stderr": (err or b"").decode("utf-8", "replace"),
-        "duration": round(duration, 3),
-        "timed_out": timed_out,
-    }

@@ -17,9 +17,9 @@ then turn the job's output into results (per-rank lines, parsed data, checks).
 
 from __future__ import annotations
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils import launcher as L
-from ansible_collections.aiinfra.fabric.plugins.module_utils import mpi_expect
-from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi_parsers import PARSE_KINDS
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher as L
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import expect as mpi_expect
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.parsers import PARSE_KINDS
 
 HOSTFILE_PLACEHOLDER = "@HOSTFILE@"
 LAUNCHERS = ("mpirun", "srun")
@@ -33,7 +33,8 @@ def plan_job(params, implementation, local_slots, resolves, program_path):
     """Validate ``params`` (mpi_run's parameters) and build the launcher argv.
 
     ``implementation``: what detection found (launcher.OPENMPI ...), ignored for srun.
-    ``local_slots``: slots of the launching host when no hosts are given (its CPUs).
+    ``local_slots``: slots of the launching host when no hosts are given (its CPUs);
+    not used with srun, where Slurm decides (np may then be None: srun's own default).
     ``resolves(name) -> bool``: whether a host name resolves.
     ``program_path``: the program as found on the launching host, or None when missing.
     """
@@ -71,21 +72,27 @@ def plan_job(params, implementation, local_slots, resolves, program_path):
                           "or /etc/hosts / DNS)" % ("s" if len(unknown) > 1 else "", ", ".join(unknown),
                                                     "them" if len(unknown) > 1 else "it"))
 
-    total = sum(h["slots"] for h in hosts) if hosts else local_slots
     np = params.get("np")
-    if np is None:
-        np = total
-    if isinstance(np, bool) or not isinstance(np, int) or np < 1:
+    if np is not None and (isinstance(np, bool) or not isinstance(np, int) or np < 1):
         raise MpiJobError("np must be an integer >= 1, got %r" % (np,))
+    if launcher == "srun" and not hosts:
+        # Slurm places the tasks: the launching host (often a login node) is not where
+        # they run, so its CPU count neither limits np nor is np's default. Without np,
+        # srun takes the task count from the allocation.
+        total = None
+    else:
+        total = sum(h["slots"] for h in hosts) if hosts else local_slots
+        if np is None:
+            np = total
+        if np > total and not params.get("oversubscribe"):
+            if hosts:
+                listed = ", ".join("%s:%d" % (h["name"], h["slots"]) for h in hosts)
+                what = "hosts %s have %d slots in total" % (listed, total)
+            else:
+                what = "the launching host has %d slots (its CPU count; give hosts to say otherwise)" % total
+            raise MpiJobError("np=%d is more than the slots available: %s. Lower np, add slots, or set "
+                              "oversubscribe=true to run more ranks than slots" % (np, what))
     oversubscribe = bool(params.get("oversubscribe"))
-    if np > total and not oversubscribe:
-        if hosts:
-            listed = ", ".join("%s:%d" % (h["name"], h["slots"]) for h in hosts)
-            what = "hosts %s have %d slots in total" % (listed, total)
-        else:
-            what = "the launching host has %d slots (its CPU count; give hosts to say otherwise)" % total
-        raise MpiJobError("np=%d is more than the slots available: %s. Lower np, add slots, or set "
-                          "oversubscribe=true to run more ranks than slots" % (np, what))
 
     timeout = params.get("timeout")
     if timeout is not None and (isinstance(timeout, bool) or timeout < 0):
@@ -151,3 +158,51 @@ def summarize_output(stdout, launcher, implementation, tag_output):
             per_rank.setdefault(str(entry["rank"]), []).append(entry["line"])
     text = "\n".join(e["line"] for e in entries)
     return text + ("\n" if text else ""), dict(sorted(per_rank.items(), key=lambda kv: int(kv[0])))
+
+
+def describe_transport(launcher, implementation, mca, env):
+    """What the job was told to carry MPI messages over, from its MCA/env settings.
+
+    ``{'kind', 'pml', 'btl', 'ucx_tls', 'ucx_net_devices', 'summary'}``. ``kind`` is
+    ``tcp`` (Open MPI ob1 with only the tcp/self/shared-memory BTLs: kernel sockets, not
+    RDMA even on InfiniBand/RoCE hosts), ``ucx`` (pml ucx: UCX picks verbs/RC/DC where an
+    RDMA device is usable, TCP otherwise — ``ucx_tls`` narrows it), ``verbs`` (the old
+    openib BTL), or ``auto`` when nothing was pinned and the MPI chooses at run time.
+    It is the request, not a measurement: a pinned choice that cannot work fails the
+    job instead of silently changing transport.
+    """
+    mca = dict(mca or {})
+    env = dict(env or {})
+    # OMPI_MCA_<name> in the ranks' environment is the same setting as --mca <name>.
+    for name, value in env.items():
+        if str(name).startswith("OMPI_MCA_") and value is not None:
+            mca.setdefault(str(name)[len("OMPI_MCA_"):], value)
+    pml = mca.get("pml")
+    btl = mca.get("btl")
+    pml = None if pml in (None, "") else str(pml)
+    btl = None if btl in (None, "") else str(btl)
+    ucx_tls = env.get("UCX_TLS")
+    ucx_devices = env.get("UCX_NET_DEVICES")
+    if implementation not in (None, "openmpi") and launcher != "srun":
+        kind = "auto"
+    elif pml == "ucx":
+        kind = "ucx"
+    elif btl is not None and not btl.startswith("^"):
+        parts = set(p.strip() for p in btl.split(","))
+        if "openib" in parts:
+            kind = "verbs"
+        elif parts <= {"tcp", "self", "vader", "sm"} and "tcp" in parts and pml in (None, "ob1"):
+            kind = "tcp"
+        else:
+            kind = "auto"
+    else:
+        kind = "auto"
+    words = {
+        "tcp": "TCP sockets (Open MPI pml ob1, btl %s)" % btl,
+        "ucx": "UCX (pml ucx%s%s)" % ((", UCX_TLS=%s" % ucx_tls) if ucx_tls else "",
+                                      (", UCX_NET_DEVICES=%s" % ucx_devices) if ucx_devices else ""),
+        "verbs": "InfiniBand verbs (btl %s)" % btl,
+        "auto": "chosen by the MPI at run time (no pml/btl pinned)",
+    }
+    return {"kind": kind, "pml": pml, "btl": btl, "ucx_tls": ucx_tls, "ucx_net_devices": ucx_devices,
+            "summary": words[kind]}

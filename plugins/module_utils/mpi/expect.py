@@ -24,6 +24,9 @@ The ``expect`` dictionary (module parameter of mpi_run):
     ``value * (1 + lower)`` and ``value * (1 + upper)``; ``lower`` (<= 0) and ``upper``
     (>= 0) are fractions, null for no bound on that side.
 
+Without being asked: an OSU table printed with ``-c`` (a Validation column) fails
+the job when any row reads ``Fail``.
+
 Numeric checks apply to every table of the output that has the metric; an entry
 with ``kind`` (latency, bandwidth, bibandwidth, message_rate, collective — the OSU
 table kinds) or ``table`` (a piece of the table's title or benchmark name, any case)
@@ -280,6 +283,18 @@ def check(expect, parsed, np=None, where=""):
                 add(key, ok, "%s: %s%s = %s %s, %s %s %s" % (
                     _table_name(table), metric, at, _fmt(measured), unit, relation, _fmt(entry["value"]), unit),
                     **details)
+    # OSU -c: a Fail is a wrong result, so it fails the job without being asked for.
+    for table in _tables(parsed):
+        if "validation" not in (table.get("columns") or []):
+            continue
+        failed = table.get("validation_failures") or []
+        if failed:
+            sizes = ", ".join("%s bytes" % size for size in failed)
+            add("validation", False, "%s: validation (-c) failed at %s" % (_table_name(table), sizes),
+                table=_table_name(table), measured=failed)
+        else:
+            add("validation", True, "%s: validation (-c) passed at every size" % _table_name(table),
+                table=_table_name(table), measured=[])
     for entry in expect.get("reference") or []:
         for table, metric, size, measured in _numeric_checks(parsed, "reference", entry):
             at = "" if size is None else " at %d bytes" % size

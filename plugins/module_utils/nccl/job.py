@@ -22,8 +22,10 @@ import json
 import os
 import re
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils import launcher as L
-from ansible_collections.aiinfra.fabric.plugins.module_utils import nccl_tests as N
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher as L
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import command as N
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import gates as G
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import parse as NP
 
 HOSTFILE = "<hostfile>"
 JSON_REPORT = "<json-report>"
@@ -172,7 +174,7 @@ def _use_json(mode, launcher, binary, present, env, run_command):
 
 def read_report(job, plan, workdir):
     """The parsed report: the -J report's rows when there is one, the printed table otherwise."""
-    text_report = N.parse_text(job["stdout"])
+    text_report = NP.parse_text(job["stdout"])
     if not plan.use_json:
         return text_report
     path = plan.report_path(workdir)
@@ -182,7 +184,7 @@ def read_report(job, plan, workdir):
     try:
         with open(path) as handle:
             doc = json.load(handle)
-        report = N.parse_json(doc)
+        report = NP.parse_json(doc)
     except (ValueError, N.NcclTestsError):
         text_report["json_missing"] = True
         return text_report
@@ -195,6 +197,9 @@ def read_report(job, plan, workdir):
     report["headers"] = max(report["headers"], text_report["headers"])
     report["header_ranks"] = text_report["header_ranks"] or report["header_ranks"]
     report["errors"] = report["errors"] + text_report["errors"]
+    report["other_rank_rows"] = text_report["other_rank_rows"]
+    if report["max_bytes_reduced_to"] is None:
+        report["max_bytes_reduced_to"] = text_report["max_bytes_reduced_to"]
     return report
 
 
@@ -202,9 +207,27 @@ def _tail(text, lines=20):
     return "\n".join((text or "").strip().splitlines()[-lines:])
 
 
-def result_fields(report, job, plan, host, min_busbw=None, min_busbw_per_gpu=None, timeout=None):
-    summary = N.summarize(report)
-    bound, origin = N.bound_for(min_busbw, min_busbw_per_gpu, summary["gpu_models"])
+def expected_gpus(p):
+    """GPUs the job should run on: processes x threads x GPUs per thread (None: unknown).
+
+    ``expected_gpus`` when given; otherwise one process (launcher none) or ``np``
+    processes (mpirun/srun, when np is known), each with ``threads`` x ``ngpus`` GPUs.
+    """
+    if p.get("expected_gpus") is not None:
+        return p["expected_gpus"]
+    per_process = (p.get("ngpus") or 1) * (p.get("threads") or 1)
+    launcher = p.get("launcher") or "none"
+    if launcher == "none":
+        return per_process
+    np = p.get("np")
+    if np is None and launcher == "mpirun" and p.get("hosts"):
+        np = sum(h["slots"] for h in L.normalize_hosts(p["hosts"]))
+    return None if np is None else np * per_process
+
+
+def result_fields(report, job, plan, host, min_busbw=None, min_busbw_per_gpu=None, timeout=None, gpus=None):
+    summary = G.summarize(report)
+    bound, origin = G.bound_for(min_busbw, min_busbw_per_gpu, summary["gpu_models"])
     fields = {
         "test": plan.test,
         "program": report.get("test") or os.path.basename(plan.binary),
@@ -231,10 +254,16 @@ def result_fields(report, job, plan, host, min_busbw=None, min_busbw_per_gpu=Non
         "stdout": job["stdout"],
         "stderr": job["stderr"],
         "errors": report["errors"],
+        "problems": report["problems"],
+        "footer": report["footer"],
+        "requested_maxbytes": (report["config"] or {}).get("maxbytes"),
+        "max_bytes_reduced_to": report["max_bytes_reduced_to"],
+        "expected_gpus": gpus,
+        "other_rank_rows": report["other_rank_rows"],
     }
     failures = []
     failure = None
-    runs = N.no_mpi_processes(report)
+    runs = G.no_mpi_processes(report)
     if job["timed_out"]:
         failure = ("nccl-tests did not finish within timeout=%s s on %s; the launcher and every process it started "
                    "were stopped. Last output:\n%s" % (timeout, host, _tail(job["stdout"]) or _tail(job["stderr"])))
@@ -255,7 +284,8 @@ def result_fields(report, job, plan, host, min_busbw=None, min_busbw_per_gpu=Non
         failure = ("%s printed no result rows on %s. Last output:\n%s"
                    % (os.path.basename(plan.binary), host, _tail(job["stdout"])))
     else:
-        failures = N.check_gates(report, summary, host, min_busbw=min_busbw, min_busbw_per_gpu=min_busbw_per_gpu)
+        failures = G.check_gates(report, summary, host, min_busbw=min_busbw, min_busbw_per_gpu=min_busbw_per_gpu,
+                                 expected_gpus=gpus)
         if failures:
             failure = "nccl-tests %s: %s" % (fields["test"], "; ".join(failures))
     fields["gates"] = {
@@ -263,6 +293,18 @@ def result_fields(report, job, plan, host, min_busbw=None, min_busbw_per_gpu=Non
         "failures": failures if failures else ([failure] if failure else []),
         "min_busbw": bound,
         "bound_source": origin,
+        # Where the busbw bound was compared: the largest size measured, which is below
+        # requested_maxbytes when nccl-tests reduced maxBytes for lack of GPU memory.
+        "size": G.gate_size(report, summary) if bound is not None else None,
     }
+    fields["warnings"] = []
+    if report["max_bytes_reduced_to"] is not None:
+        fields["warnings"].append(
+            "nccl-tests reduced maxBytes to %d B (requested %s B) for lack of GPU memory on %s: the largest size "
+            "measured is %s B" % (report["max_bytes_reduced_to"], fields["requested_maxbytes"], host,
+                                  summary["largest_size"]))
+    if gpus is not None and not report["devices"]:
+        fields["warnings"].append("this nccl-tests build printed no device list, so the number of GPUs (expected "
+                                  "%d) could not be checked" % gpus)
     fields["failure"] = failure
     return fields
