@@ -13,7 +13,7 @@ the job printed to the module's result.
 ``read_report(job, plan, workdir)``  the parsed report (JSON when there is one)
 ``result_fields(report, job, plan, ...)``  the module's result, with ``failure``
 
-The command lines themselves come from the shared launcher (module_utils/launcher.py).
+The command lines themselves come from the shared launcher (module_utils/mpi/launcher.py).
 """
 
 from __future__ import annotations

@@ -96,8 +96,7 @@ Process 0 on te1 (root) received reduced sum: %s (Expected: 6)
 @pytest.mark.parametrize("received,passed", [(6, True), (5, False)])
 def test_mpi_seed_sums_become_a_check(received, passed):
     run = {"program": "reduce_mpi", "np": 3, "hosts": [{"name": "te1", "slots": 2}, {"name": "te2", "slots": 1}],
-           "rc": 0, "parsed": __import__("ansible_collections.aiinfra.fabric.plugins.module_utils.mpi_parsers",
-                                         fromlist=["x"]).parse_seed(SEED_OUTPUT % received)}
+           "rc": 0, "parsed": build_facts.mpi_parsers.parse_seed(SEED_OUTPUT % received)}
     (rec,) = K.adapt_mpi("te1", [run])
     assert rec["check_passed"] is passed and rec["hosts"] == ["te1", "te2"] and rec["kind"] == "check"
     metric, ran = M.derive_metrics({"mpi": [rec]}, {})
@@ -173,7 +172,7 @@ def test_metric_ids_are_stable_and_sorted():
 
 def mpi_bench_fact(sum_received=6):
     """The shape roles/mpi_bench publishes (tasks/results.yml): jobs with parsed output, on every node."""
-    from ansible_collections.aiinfra.fabric.plugins.module_utils import mpi_parsers
+    mpi_parsers = build_facts.mpi_parsers
     reduce_parsed = mpi_parsers.parse_seed(SEED_OUTPUT % sum_received)
     osu = mpi_parsers.parse_osu(build_facts.read("osu", "omb50_osu_latency_libfabric_cray.txt"))
     return {
