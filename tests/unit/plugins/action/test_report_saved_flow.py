@@ -48,9 +48,11 @@ def work(tmp_path):
     build.mkdir()
     for test in ("all_reduce", "alltoall"):
         os.symlink(STAND_IN, str(build / ("%s_perf" % test)))
+    # gpu_count 8: the replayed recording has 8 ranks, and the role checks that a run used
+    # the GPUs it was asked for.
     local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "ansible_become": False}
     (tmp_path / "hosts.json").write_text(json.dumps({"all": {"children": {
-        "gpu_nodes": {"hosts": {"gpu1": dict(local, gpu_count=2)}},
+        "gpu_nodes": {"hosts": {"gpu1": dict(local, gpu_count=8)}},
         "mpi_nodes": {"hosts": {"te1": local, "te2": local}},
         "nvmeof_targets": {"hosts": {"te1": {}}}, "nvmeof_initiators": {"hosts": {"te2": {}}}}}}))
     (tmp_path / "set_and_save.yml").write_text(SET_AND_SAVE)
@@ -63,7 +65,9 @@ def nccl_vars(work, **over):
     v = {
         "nccl_tests_install_method": "none", "nccl_tests_build": False, "nccl_tests_binary_dir": str(work / "build"),
         "nccl_tests_tests": ["all_reduce"],
-        "nccl_tests_sizes": [{"minbytes": "8", "maxbytes": "128M"}, {"minbytes": "1K", "maxbytes": "8G"}],
+        # Two entries for one test: metric ids must stay unique. Both stop at the recording's
+        # largest size (a run short of its requested maxbytes fails the gate).
+        "nccl_tests_sizes": [{"minbytes": "8", "maxbytes": "128M"}, {"minbytes": "1K", "maxbytes": "128M"}],
         "nccl_tests_environment": {"REPLAY_NCCL_FIXTURE_ALL_REDUCE_PERF": "cscs_gh200_all_reduce_srun_2.17.1.txt",
                                    "REPLAY_NCCL_NO_JSON": "1"},
         "nccl_tests_min_busbw": {"all_reduce": 100},
