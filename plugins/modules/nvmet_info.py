@@ -93,12 +93,10 @@ nvmet:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import (
-    ConfigfsTree,
-    NvmetError,
-    check_configfs,
-    to_savefile,
-)
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import NvmetError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.model import ConfigfsTree
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import to_savefile
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate import check_configfs
 
 
 def main():

@@ -183,15 +183,11 @@ operations:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import (
-    ConfigfsTree,
-    NvmetError,
-    check_configfs,
-    export_port,
-    normalize_port,
-    plan_port,
-)
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet_result import apply_and_exit
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import NvmetError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.model import ConfigfsTree, export_port
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.planner import plan_port
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.result import apply_and_exit
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate import check_configfs, normalize_port
 
 
 def main():

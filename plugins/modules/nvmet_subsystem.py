@@ -131,7 +131,7 @@ options:
 notes:
   - Needs the C(nvmet) kernel module loaded (C(<configfs_root>/nvmet) must exist).
   - The domain logic lives in the C(nvmet) module_utils, which has no Ansible dependency and can restore an
-    nvmetcli save file on its own (C(python3 nvmet.py restore FILE)).
+    nvmetcli save file on its own (C(nvmet-restore restore FILE), installed by the nvmeof_target role).
 seealso:
   - module: aiinfra.fabric.nvmet_port
   - module: aiinfra.fabric.nvmet_host
@@ -206,15 +206,11 @@ operations:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import (
-    ConfigfsTree,
-    NvmetError,
-    check_configfs,
-    export_subsystem,
-    normalize_subsystem,
-    plan_subsystem,
-)
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet_result import apply_and_exit
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import NvmetError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.model import ConfigfsTree, export_subsystem
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.planner import plan_subsystem
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.result import apply_and_exit
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate import check_configfs, normalize_subsystem
 
 
 def main():

@@ -1,4 +1,4 @@
-"""Unit tests for plugins/module_utils/nvmet.py: validators, planner, model, applier.
+"""Unit tests for the plugins/module_utils/nvmet package: validators, planner, model, applier.
 
 The model tests read a temporary directory laid out like the nvmet configfs tree of
 Debian's 6.12.117 kernel (file names and default values copied from the lab VM te1).
@@ -17,21 +17,16 @@ import zlib
 
 import pytest
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils import nvmet
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import (
-    ConfigfsTree,
-    NvmetError,
-    Op,
-    apply_plan,
-    from_savefile,
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import applier, restore, savefile
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.applier import apply_plan, simulate
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import NvmetError, Op
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.model import ConfigfsTree
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.planner import plan_host, plan_port, plan_subsystem
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import from_savefile, to_savefile
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate import (
     normalize_host,
     normalize_port,
     normalize_subsystem,
-    plan_host,
-    plan_port,
-    plan_subsystem,
-    simulate,
-    to_savefile,
     validate_dhchap_key,
     validate_nqn,
 )
@@ -352,10 +347,10 @@ def test_savefile_masks_keys_and_round_trips(root):
     assert masked["subsystems"][0]["namespaces"][0]["device"]["path"] == "/var/lib/nvmet-lab/disk1.img"
     assert masked["ports"][0]["addr"]["trtype"] == "tcp"
     # A masked document restores onto the same state as a no-op: masked keys are not written.
-    assert nvmet.plan_document(tree, state, masked, check_paths=False) == []
+    assert savefile.plan_document(tree, state, masked, check_paths=False) == []
     # The same with clear keys, after a JSON round trip.
     clear = json.loads(json.dumps(to_savefile(state, mask_keys=False)))
-    assert nvmet.plan_document(tree, state, clear, check_paths=False) == []
+    assert savefile.plan_document(tree, state, clear, check_paths=False) == []
 
 
 def test_restore_builds_from_nothing_in_order(root, backing):
@@ -368,15 +363,15 @@ def test_restore_builds_from_nothing_in_order(root, backing):
                         "namespaces": [{"nsid": 1, "enable": 1, "device": {"path": backing[0]}}]}],
     }
     tree = EmulatedTree(root)
-    planned = nvmet.restore_document(doc, check=True, tree=tree)
+    planned = savefile.restore_document(doc, check=True, tree=tree)
     assert tree.done == []
     assert planned[0] == "mkdir hosts/" + HOST
     assert "write hosts/%s/dhchap_key = ********" % HOST in planned
     assert planned.index("mkdir subsystems/" + SUB) < planned.index("mkdir ports/1")
     assert planned[-1] == "link ports/1/subsystems/%s -> subsystems/%s" % (SUB, SUB)
-    applied = nvmet.restore_document(doc, tree=tree)
+    applied = savefile.restore_document(doc, tree=tree)
     assert applied == planned
-    assert nvmet.restore_document(doc, tree=tree) == []
+    assert savefile.restore_document(doc, tree=tree) == []
 
 
 def test_clear_removes_only_what_the_document_lists_ports_first(root, backing):
@@ -392,24 +387,24 @@ def test_clear_removes_only_what_the_document_lists_ports_first(root, backing):
     other = {"subsystems": [{"nqn": sub2, "attr": {"allow_any_host": "1"},
                              "namespaces": [{"nsid": 1, "enable": 0, "device": {"path": backing[1]}}]}]}
     tree = EmulatedTree(root)
-    nvmet.restore_document(doc, tree=tree)
-    nvmet.restore_document(other, tree=tree)
-    planned = nvmet.clear_document(doc, check=True, tree=tree)
+    savefile.restore_document(doc, tree=tree)
+    savefile.restore_document(other, tree=tree)
+    planned = savefile.clear_document(doc, check=True, tree=tree)
     assert planned[:2] == ["unlink ports/1/subsystems/" + SUB, "rmdir ports/1"]
     assert planned[-1] == "rmdir hosts/" + HOST
     assert planned.index("rmdir subsystems/" + SUB) < planned.index("rmdir hosts/" + HOST)
-    assert nvmet.clear_document(doc, tree=tree) == planned
+    assert savefile.clear_document(doc, tree=tree) == planned
     state = tree.read()
     assert list(state["subsystems"]) == [sub2]
     assert state["ports"] == {} and state["hosts"] == {}
-    assert nvmet.clear_document(doc, tree=tree) == []
+    assert savefile.clear_document(doc, tree=tree) == []
 
 
 def test_main_clear_without_file_or_nvmet_is_nothing_to_do(tmp_path, capsys):
-    assert nvmet.main(["--configfs-root", str(tmp_path), "clear", str(tmp_path / "missing.json")]) == 0
+    assert restore.main(["--configfs-root", str(tmp_path), "clear", str(tmp_path / "missing.json")]) == 0
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"hosts": [{"nqn": HOST}]}))
-    assert nvmet.main(["--configfs-root", str(tmp_path), "clear", str(path)]) == 0
+    assert restore.main(["--configfs-root", str(tmp_path), "clear", str(path)]) == 0
     assert capsys.readouterr().out == ""
 
 
@@ -418,7 +413,7 @@ def test_main_restore_cli(root, backing, tmp_path, capsys):
                            "namespaces": [{"nsid": 1, "enable": 0, "device": {"path": backing[0]}}]}]}
     path = tmp_path / "config.json"
     path.write_text(json.dumps(doc))
-    assert nvmet.main(["--configfs-root", root, "restore", "--check", str(path)]) == 0
+    assert restore.main(["--configfs-root", root, "restore", "--check", str(path)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "would mkdir subsystems/" + SUB
     assert not os.path.exists(os.path.join(root, "nvmet", "subsystems", SUB))
@@ -429,10 +424,10 @@ def test_main_save_output_writes_keys_privately_and_only_on_change(root, tmp_pat
     fake_host(root, HOST, key=key)
     out = tmp_path / "etc" / "nvmet" / "config.json"
     args = ["--configfs-root", root, "save", "--output", str(out)]
-    assert nvmet.main(args + ["--check"]) == 0
+    assert restore.main(args + ["--check"]) == 0
     assert capsys.readouterr().out == "would write\n"
     assert not out.exists()
-    assert nvmet.main(args) == 0
+    assert restore.main(args) == 0
     printed = capsys.readouterr().out
     assert printed == "written\n"
     assert key not in printed
@@ -441,7 +436,7 @@ def test_main_save_output_writes_keys_privately_and_only_on_change(root, tmp_pat
     doc = json.loads(out.read_text())
     assert doc["hosts"] == [{"nqn": HOST, "dhchap": {"key": key, "hash": "hmac(sha256)", "dhgroup": "null"}}]
     mtime = os.stat(str(out)).st_mtime_ns
-    assert nvmet.main(args) == 0
+    assert restore.main(args) == 0
     assert capsys.readouterr().out == "unchanged\n"
     assert os.stat(str(out)).st_mtime_ns == mtime
     assert [p.name for p in out.parent.iterdir()] == ["config.json"]
@@ -450,24 +445,50 @@ def test_main_save_output_writes_keys_privately_and_only_on_change(root, tmp_pat
 def test_main_save_output_removes_the_file_only_when_nothing_is_left(root, tmp_path, capsys):
     out = tmp_path / "config.json"
     args = ["--configfs-root", root, "save", "--output", str(out), "--remove-when-empty"]
-    assert nvmet.main(args) == 0
+    assert restore.main(args) == 0
     assert capsys.readouterr().out == "absent\n"
     assert not out.exists()
     fake_host(root, HOST)
-    assert nvmet.main(args) == 0
+    assert restore.main(args) == 0
     assert capsys.readouterr().out == "written\n"
     os.rename(os.path.join(root, "nvmet", "hosts", HOST), os.path.join(root, "gone"))
-    assert nvmet.main(args + ["--check"]) == 0
+    assert restore.main(args + ["--check"]) == 0
     assert capsys.readouterr().out == "would remove\n"
     assert out.exists()
-    assert nvmet.main(args) == 0
+    assert restore.main(args) == 0
     assert capsys.readouterr().out == "removed\n"
     assert not out.exists()
 
 
 def test_main_reports_missing_configfs(tmp_path, capsys):
-    assert nvmet.main(["--configfs-root", str(tmp_path), "save"]) == 1
+    assert restore.main(["--configfs-root", str(tmp_path), "save"]) == 1
     assert "load the nvmet kernel module" in capsys.readouterr().err
+
+
+def test_restorer_runs_standalone_as_the_role_installs_it(root):
+    """The role copies the package and roles/nvmeof_target/files/nvmet-restore to the target;
+    run that layout with an isolated interpreter (-I -S: no PYTHONPATH, no site-packages,
+    so no Ansible) to prove the restorer needs only the standard library."""
+    import glob
+    import shutil
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    collection = os.path.normpath(os.path.join(here, "..", "..", "..", ".."))
+    libexec = os.path.join(root, "libexec")
+    pkg = os.path.join(libexec, "lib", "ansible_collections", "aiinfra", "fabric", "plugins", "module_utils", "nvmet")
+    os.makedirs(pkg)
+    for src in glob.glob(os.path.join(collection, "plugins", "module_utils", "nvmet", "*.py")):
+        shutil.copy(src, pkg)
+    entry = os.path.join(libexec, "nvmet-restore")
+    shutil.copy(os.path.join(collection, "roles", "nvmeof_target", "files", "nvmet-restore"), entry)
+    fake_host(root, HOST)
+    proc = subprocess.run([sys.executable, "-I", "-S", entry, "--configfs-root", root, "save"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=libexec, check=False)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert json.loads(proc.stdout.decode())["hosts"] == [
+        {"nqn": HOST, "dhchap": {"hash": "hmac(sha256)", "dhgroup": "null"}}]
 
 
 # --------------------------------------------------------------------------- connections
@@ -767,7 +788,7 @@ def test_apply_translates_kernel_errors(root):
     (Op("write", "hosts/%s/dhchap_key" % HOST, make_key(), secret=True), errno.EINVAL, "(value hidden)"),
 ])
 def test_explain_names_object_attribute_and_reason(op, code, fragment):
-    msg = nvmet.explain(op, OSError(code, os.strerror(code)))
+    msg = applier.explain(op, OSError(code, os.strerror(code)))
     assert fragment in msg
     assert errno.errorcode[code] in msg
     assert make_key() not in msg
