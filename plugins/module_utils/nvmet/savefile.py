@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.applier import apply_plan, simulate
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import (
@@ -48,7 +49,9 @@ def to_savefile(state, mask_keys=True):
     ports = []
     for pid in sorted(state["ports"]):
         p = state["ports"][pid]
-        addr = dict((f, p[f] if p[f] is not None else "") for f in PORT_ADDR_FIELDS)
+        # Only the fields that have a value: nvmetcli restore writes every key it finds,
+        # and the kernel refuses an empty addr_tsas on a non-TCP port (EINVAL).
+        addr = dict((f, p[f]) for f in PORT_ADDR_FIELDS if p[f] not in (None, ""))
         param = dict(p["params"])
         if p.get("inline_data_size") is not None:
             param["inline_data_size"] = str(p["inline_data_size"])
@@ -68,8 +71,12 @@ def to_savefile(state, mask_keys=True):
         namespaces = []
         for nsid in sorted(s["namespaces"]):
             ns = s["namespaces"][nsid]
-            device = {"path": ns["device_path"] or "", "uuid": ns["uuid"] or ""}
-            device["nguid"] = ns["nguid"] or "00000000-0000-0000-0000-000000000000"
+            # No empty values (nvmetcli would write them: an empty device_uuid is EINVAL).
+            device = {"nguid": ns["nguid"] or "00000000-0000-0000-0000-000000000000"}
+            if ns["device_path"]:
+                device["path"] = ns["device_path"]
+            if ns["uuid"]:
+                device["uuid"] = ns["uuid"]
             namespaces.append({
                 "nsid": nsid,
                 "enable": 1 if ns["enabled"] else 0,
@@ -87,9 +94,10 @@ def from_savefile(doc):
 
     Returns {"hosts": [...], "subsystems": [...], "ports": [...]}, each entry in
     the parameter schema of nvmet_host / nvmet_subsystem / nvmet_port (not yet
-    validated: pass them through normalize_*). Masked keys ("********", as
-    nvmet_info writes them) are dropped, so restoring a masked file keeps the
-    keys that are already set.
+    validated: pass them through normalize_*). A masked key ("********", as
+    nvmet_info writes them) is not a key: it is left out of the spec and named in
+    the spec's ``masked_keys``, so the restore can refuse to create that host without
+    authentication (see :func:`refuse_masked_host`).
     """
     if not isinstance(doc, dict):
         raise NvmetError("save file: the top level must be a JSON object with hosts, ports, subsystems")
@@ -97,7 +105,9 @@ def from_savefile(doc):
     for h in doc.get("hosts") or []:
         spec = {"hostnqn": h.get("nqn"), "state": "present"}
         for key, value in (h.get("dhchap") or {}).items():
-            if value and value != MASK:
+            if value == MASK:
+                spec.setdefault("masked_keys", []).append("dhchap_" + key)
+            elif value:
                 spec["dhchap_" + key] = value
         hosts.append(spec)
     subsystems = []
@@ -120,8 +130,10 @@ def from_savefile(doc):
                 entry["uuid"] = dev["uuid"]
             if dev.get("nguid") and dev["nguid"].replace("-", "").strip("0"):
                 entry["nguid"] = dev["nguid"]
-            if ns.get("ana_grpid") is not None:
-                entry["ana_grpid"] = ns["ana_grpid"]
+            # nvmetcli writes the group twice: ana_grpid, and grpid in its "ana" attribute group.
+            grpid = ns.get("ana_grpid", (ns.get("ana") or {}).get("grpid"))
+            if grpid is not None:
+                entry["ana_grpid"] = grpid
             if ns.get("buffered_io") is not None:
                 entry["buffered_io"] = bool(int(ns["buffered_io"]))
             spec["namespaces"].append(entry)
@@ -156,12 +168,36 @@ def _plan_steps(state, steps):
     return ops
 
 
+def refuse_masked_host(state, spec):
+    """Why a host spec with masked keys must not be restored, or None when it may.
+
+    Creating the host, or leaving it without the key the file masks, would admit it by
+    its NQN alone. A host that already has every masked key set keeps it (nothing is
+    written): restoring a masked copy over a running target changes nothing.
+    """
+    masked = spec.get("masked_keys") or []
+    cur = state["hosts"].get(spec.get("hostnqn"))
+    if not masked or (cur is not None and all(cur.get(f) for f in masked)):
+        return None
+    return ("the save file has its %s masked (%s, as nvmet_info and `save` without --keys show keys); restoring "
+            "it would admit the host without authentication. Restore from the file the nvmeof_target role writes "
+            "(keys in clear, mode 0600) or set the key with aiinfra.fabric.nvmet_host" % (" and ".join(masked), MASK))
+
+
+def _refuse_masked(state, spec):
+    why = refuse_masked_host(state, spec)
+    if why:
+        raise NvmetError("host %s: %s" % (spec.get("hostnqn"), why))
+    return spec
+
+
 def plan_document(tree, state, doc, force=False, allow_reconfigure=False, check_paths=True):
     """Plan a whole nvmetcli save-file document: hosts, then subsystems, then ports."""
     specs = from_savefile(doc)
     conns = tree.connections(state)
     return _plan_steps(state, (
-        [lambda st, raw=raw: plan_host(st, normalize_host(raw), conns, force) for raw in specs["hosts"]]
+        [lambda st, raw=raw: plan_host(st, normalize_host(_refuse_masked(st, raw)), conns, force)
+         for raw in specs["hosts"]]
         + [lambda st, raw=raw: plan_subsystem(st, normalize_subsystem(raw, check_paths), conns, force)
            for raw in specs["subsystems"]]
         + [lambda st, raw=raw: plan_port(st, normalize_port(raw, tree.sysfs_root), conns, force, allow_reconfigure)
@@ -210,15 +246,72 @@ def clear_document(doc, root="/sys/kernel/config", check=False, tree=None):
     return apply_plan(tree, ops)
 
 
-def save_to_file(tree, path, check=False, remove_when_empty=False):
+def document_without(doc, subsystems=(), ports=(), hosts=()):
+    """The document less the listed subsystems, ports and hosts, and every link to them.
+
+    What the teardown writes before it removes those objects from configfs.
+    """
+    drop_subs, drop_hosts = set(subsystems), set(hosts)
+    drop_ports = set(int(p) for p in ports)
+    out = dict(doc)
+    out["hosts"] = [h for h in doc.get("hosts", []) if h.get("nqn") not in drop_hosts]
+    out["subsystems"] = []
+    for sub in doc.get("subsystems", []):
+        if sub.get("nqn") not in drop_subs:
+            out["subsystems"].append(dict(sub, allowed_hosts=[h for h in sub.get("allowed_hosts", [])
+                                                              if h not in drop_hosts]))
+    out["ports"] = []
+    for port in doc.get("ports", []):
+        if int(port.get("portid")) not in drop_ports:
+            out["ports"].append(dict(port, subsystems=[n for n in port.get("subsystems", []) if n not in drop_subs]))
+    return out
+
+
+def _fsync_dir(directory):
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomically(path, text, mode=0o600, dir_mode=0o700):
+    """Replace path with text so that a crash leaves the old file or the new one, whole.
+
+    A temporary file in the same directory (created with ``mode``), written and fsynced,
+    renamed over path, then the directory fsynced so the rename itself is on disk.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        os.makedirs(directory, dir_mode)
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w") as f:
+            os.fchmod(f.fileno(), mode)
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(directory)
+
+
+def save_to_file(tree, path, check=False, remove_when_empty=False, without=None):
     """Write the configuration, keys included, to path (mode 0600, parent 0700) when it differs.
 
+    Written atomically and durably (:func:`write_atomically`). ``without`` (a dict of
+    :func:`document_without` arguments) leaves out what a teardown is about to remove.
     The keys never leave the host: only a one-word outcome is returned -- "unchanged",
     "written", or with remove_when_empty and no object left, "removed" or "absent".
     With check nothing is written and the outcome is "would write" or "would remove".
     """
     check_configfs(tree)
     doc = to_savefile(tree.read(), mask_keys=False)
+    if without:
+        doc = document_without(doc, **without)
     text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
     exists = os.path.exists(path)
     if remove_when_empty and not any(doc.get(k) for k in ("hosts", "ports", "subsystems")):
@@ -226,6 +319,7 @@ def save_to_file(tree, path, check=False, remove_when_empty=False):
             return "absent"
         if not check:
             os.unlink(path)
+            _fsync_dir(os.path.dirname(os.path.abspath(path)))
         return "would remove" if check else "removed"
     if exists:
         with open(path) as f:
@@ -233,17 +327,5 @@ def save_to_file(tree, path, check=False, remove_when_empty=False):
                 return "unchanged"
     if check:
         return "would write"
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        os.makedirs(directory, 0o700)
-    tmp = "%s.%d.tmp" % (path, os.getpid())
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.rename(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_atomically(path, text)
     return "written"
