@@ -184,10 +184,8 @@ def restore_best_effort(doc, tree, load_module=None, check=False, force=False, a
                 module_errors[name] = "not loaded (check mode loads nothing)"
             continue
         err = load(name)
-        if err is None and not module_loaded(name, tree.sysfs_root):
-            err = "%s did not appear under %s/module" % (name, tree.sysfs_root)
-        if err is not None:
-            module_errors[name] = err
+        if not module_loaded(name, tree.sysfs_root):
+            module_errors[name] = err or "%s did not appear under %s/module" % (name, tree.sysfs_root)
     if not os.path.isdir(tree.nvmet):
         raise NvmetError("%s does not exist: the nvmet kernel module did not load (%s); nothing was restored"
                          % (tree.nvmet, module_errors.get("nvmet", "is configfs mounted?")))
