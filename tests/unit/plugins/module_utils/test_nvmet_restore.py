@@ -143,6 +143,15 @@ def test_disabled_namespace_without_device_is_skipped(root, files):
     assert "no device" in skipped(result)["subsystems/%s/namespaces/1" % SUB]
 
 
+def test_same_backing_file_in_two_namespaces_is_exported_once(root, files):
+    doc = {"subsystems": [subsystem(SUB, [files[0]], allow_any="1"), subsystem(SUB2, [files[0], files[1]],
+                                                                              allow_any="1")]}
+    tree, result = run(root, doc)
+    state = tree.read()
+    assert sorted(state["subsystems"][SUB2]["namespaces"]) == [2]
+    assert "already exported by subsystems/%s/namespaces/1" % SUB in skipped(result)["subsystems/%s/namespaces/1" % SUB2]
+
+
 def test_port_without_subsystems_is_restored(root, files):
     doc = {"subsystems": [subsystem(SUB, [files[0]], allow_any="1")],
            "ports": [port(1, [SUB]), port(2, [], addr=dict(TCP_ADDR, trsvcid="4421"))]}
