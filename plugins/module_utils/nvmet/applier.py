@@ -101,7 +101,7 @@ def simulate(state, ops):
             if len(parts) == 2:
                 if op.kind == "mkdir":
                     st["subsystems"][nqn] = {"nqn": nqn, "allow_any_host": False, "allowed_hosts": [],
-                                             "namespaces": {}, "attributes": {}}
+                                             "namespaces": {}, "attributes": {}, "passthru": None}
                 else:
                     st["subsystems"].pop(nqn, None)
                 continue

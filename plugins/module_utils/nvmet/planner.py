@@ -9,6 +9,7 @@ They read nothing from the host; live connections come in as ``conns``
 
 from __future__ import annotations
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.canonical import effective_inline_data_size
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import (
     HOST_KEY_FIELDS,
     IDENTITY_ATTRS,
@@ -106,7 +107,11 @@ def plan_subsystem(state, spec, conns=None, force=False):
     new = cur is None
     if new:
         ops.append(Op("mkdir", rel))
-        cur = {"nqn": nqn, "allow_any_host": False, "allowed_hosts": [], "namespaces": {}, "attributes": {}}
+        cur = {"nqn": nqn, "allow_any_host": False, "allowed_hosts": [], "namespaces": {}, "attributes": {},
+               "passthru": None}
+    elif cur.get("passthru") and spec.get("namespaces"):
+        raise NvmetError("subsystem %s is a passthru subsystem (controller %s): changing it is not supported by this "
+                         "module; its namespaces come from the controller" % (nqn, cur["passthru"]["device_path"]))
     # Identity first: the kernel refuses these once a host has identified the
     # subsystem, and failing before anything else keeps the run all-or-nothing.
     for name in IDENTITY_ATTRS:
@@ -225,7 +230,13 @@ def plan_port(state, spec, conns=None, force=False, allow_reconfigure=False, mis
         want = spec.get(field)
         if want is not None and cur.get(field) != str(want):
             settings.append(Op("write", "%s/addr_%s" % (rel, field), str(want)))
-    if spec.get("inline_data_size") is not None and cur.get("inline_data_size") != spec["inline_data_size"]:
+    # Compared as an enabled port shows it: the kernel replaces -1 by the transport's
+    # default when the port is enabled, and keeps that value after it is disabled.
+    trtype = spec.get("trtype") or cur.get("trtype")
+    if spec.get("inline_data_size") is not None and (
+            cur.get("inline_data_size") is None
+            or effective_inline_data_size(cur["inline_data_size"], trtype)
+            != effective_inline_data_size(spec["inline_data_size"], trtype)):
         settings.append(Op("write", "%s/param_inline_data_size" % rel, str(spec["inline_data_size"])))
     for name, want in sorted((spec.get("params") or {}).items()):
         if pid in state["ports"] and name not in cur["params"]:
