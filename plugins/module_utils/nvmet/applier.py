@@ -70,15 +70,38 @@ def explain(op, exc):
 
 
 def apply_plan(tree, ops):
-    """Run ops in order. On a kernel error raise NvmetError; ``applied`` lists what was done."""
+    """Run ops in order. On a kernel error raise NvmetError; ``applied`` lists what was done.
+
+    When operations applied before the failure carry an ``undo`` (a port reconfigure:
+    its unlinked subsystems and overwritten settings), those undos run newest first and
+    the message says what was put back, or exactly what could not be.
+    """
     done = []
-    for op in ops:
+    for i, op in enumerate(ops):
         try:
             tree.do(op)
         except OSError as exc:
-            raise NvmetError(explain(op, exc), applied=done) from exc
+            msg = explain(op, exc)
+            undos = [o.undo for o in reversed(ops[:i]) if o.undo is not None]
+            if undos:
+                msg += "; " + _roll_back(tree, undos)
+            raise NvmetError(msg, applied=done) from exc
         done.append(op.text())
     return done
+
+
+def _roll_back(tree, undos):
+    back = []
+    for j, undo in enumerate(undos):
+        try:
+            tree.do(undo)
+        except OSError as exc:
+            left = [u.text() for u in undos[j:]]
+            return ("putting back what was changed failed at '%s' (%s); put back: %s; still to put back by hand: %s"
+                    % (undo.text(), os.strerror(exc.errno) if exc.errno else exc, ", ".join(back) or "nothing",
+                       ", ".join(left)))
+        back.append(undo.text())
+    return "put back what was changed before it: " + ", ".join(back)
 
 
 def simulate(state, ops):
@@ -160,5 +183,10 @@ def simulate(state, ops):
             elif parts[2] == "referrals":
                 port["referrals"].remove(parts[3])
             elif parts[2] == "ana_groups":
-                port["ana_groups"].pop(int(parts[3]), None)
+                if op.kind == "mkdir":
+                    port["ana_groups"][int(parts[3])] = "inaccessible"
+                elif op.kind == "rmdir":
+                    port["ana_groups"].pop(int(parts[3]), None)
+                else:
+                    port["ana_groups"][int(parts[3])] = op.value
     return st

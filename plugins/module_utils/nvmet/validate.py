@@ -296,6 +296,19 @@ def normalize_port(spec, sysfs_root="/sys"):
                                                  "inline_data_size"))
     params = _check_attr_names(s.get("params"), "params", ("inline_data_size",))
     s["params"] = dict((k, _kernel_form(canonical.port_param, k, v, "params.%s" % k)) for k, v in params.items())
+    groups = []
+    for i, grp in enumerate(s.get("ana_groups") or []):
+        p = "ana_groups[%d]" % i
+        if not isinstance(grp, dict) or grp.get("grpid") is None:
+            raise NvmetError("%s.grpid: is required (1..%d)" % (p, ANA_GRPID_MAX))
+        grpid = _check_int(grp["grpid"], p + ".grpid", 1, ANA_GRPID_MAX)
+        if any(g["grpid"] == grpid for g in groups):
+            raise NvmetError("%s.grpid: %d is listed twice" % (p, grpid))
+        state = grp.get("state")
+        if state is not None and state not in canonical.ANA_STATES:
+            raise NvmetError("%s.state: %r is not one of %s" % (p, state, ", ".join(canonical.ANA_STATES)))
+        groups.append({"grpid": grpid, "state": state})
+    s["ana_groups"] = groups
     for i, nqn in enumerate(s.get("subsystems") or []):
         validate_nqn(nqn, "subsystems[%d]" % i)
     if s.get("subsystems") is not None and len(set(s["subsystems"])) != len(s["subsystems"]):

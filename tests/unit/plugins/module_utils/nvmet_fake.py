@@ -118,7 +118,7 @@ def _einval():
 
 class EmulatedTree(ConfigfsTree):
     """FAKE configfs with the 6.12 kernel's forms and refusals (see the module docstring).
-    ``refuse={relpath: errno}`` adds a refusal; ``discovered`` lists subsystems a host
+    ``refuse={relpath or "kind relpath": errno}`` adds a refusal; ``discovered`` lists subsystems a host
     has identified (their serial/model/version/firmware/ieee_oui are frozen)."""
 
     def __init__(self, root, refuse=None, discovered=(), **kw):
@@ -136,8 +136,9 @@ class EmulatedTree(ConfigfsTree):
             return f.read().rstrip("\n")
 
     def do(self, op):
-        if op.path in self.refuse:
-            raise OSError(self.refuse[op.path], os.strerror(self.refuse[op.path]))
+        for key in (op.path, "%s %s" % (op.kind, op.path)):
+            if key in self.refuse:
+                raise OSError(self.refuse[key], os.strerror(self.refuse[key]))
         parts = op.path.split("/")
         if op.kind == "mkdir":
             if parts[0] == "subsystems" and len(parts) == 2:

@@ -514,10 +514,20 @@ def test_disabled_namespace_is_changed_without_toggling():
         "write %s/device_path = /d2" % ns1, "write %s/buffered_io = 1" % ns1]
 
 
-def test_ana_grpid_changes_online():
+def test_ana_grpid_change_into_an_inaccessible_group_needs_force():
+    """Issue 14: group 2 is not defined on port 1, so it is inaccessible there; before the
+    fix the move was planned without a word and cut the namespace's I/O."""
     spec = sub_spec(allowed_hosts=[HOST], namespaces=[dict(NS[0], ana_grpid=2), NS[1]])
-    assert texts(plan_subsystem(linked_state(), spec, BUSY)) == [
-        "write subsystems/%s/namespaces/1/ana_grpid = 2" % SUB]
+    with pytest.raises(NvmetError, match=r"moving it to ANA group 2 cuts its I/O on port 1 \(group not defined"):
+        plan_subsystem(linked_state(), spec, QUIET)
+    move = ["write subsystems/%s/namespaces/1/ana_grpid = 2" % SUB]
+    assert texts(plan_subsystem(linked_state(), spec, BUSY, force=True)) == move
+    state = linked_state()
+    state["ports"][1]["ana_groups"][2] = "inaccessible"
+    with pytest.raises(NvmetError, match=r"port 1 \(inaccessible\)"):
+        plan_subsystem(state, spec, QUIET)
+    state["ports"][1]["ana_groups"][2] = "non-optimized"
+    assert texts(plan_subsystem(state, spec, BUSY)) == move
 
 
 def test_purge_namespace_needs_force_when_busy():
