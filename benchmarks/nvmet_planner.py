@@ -9,16 +9,22 @@ Builds a plain-directory tree laid out like Debian 6.12's nvmet configfs (tmpfs 
 and times, per N:
 
   read        ConfigfsTree.read() of the whole tree
-  boot        plan a save-file document of the whole tree against an empty target
-              (what the boot restorer plans after a reboot)
-  noop        plan the same document against the tree that already matches it
-              (what every role run / restart plans)
+  boot        read the empty target and plan a save-file document of the whole tree
+              against it (what the boot restorer plans after a reboot)
+  noop        read the tree and plan the same document against it, which already
+              matches (what every role run / restart plans)
   1-change    the same with one subsystem attribute changed (planning should
               stay proportional to the changes, not to the tree)
 
-Run it against another checkout (for a before/after table) with
-``--collection DIR``, where DIR contains ansible_collections/aiinfra/fabric. Both the
-nvmet package (nvmet/planner.py ...) and the older single-file nvmet.py are supported.
+Run it against another revision (for a before/after table) with ``--collection DIR``,
+where DIR contains ansible_collections/aiinfra/fabric, for example:
+
+    mkdir -p /tmp/before/ansible_collections/aiinfra/fabric
+    git archive <rev> plugins | tar -x -C /tmp/before/ansible_collections/aiinfra/fabric
+    python3 benchmarks/nvmet_planner.py --collection /tmp/before
+
+Both the nvmet package (nvmet/planner.py ...) and the older single-file nvmet.py are
+supported. Timings on a shared machine vary; compare runs made one after the other.
 
     python3 benchmarks/nvmet_planner.py                 # 100 400 1000
     python3 benchmarks/nvmet_planner.py --sizes 100 400

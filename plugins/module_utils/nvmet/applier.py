@@ -11,6 +11,7 @@ import copy
 import errno
 import os
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.canonical import effective_inline_data_size
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import IDENTITY_ATTRS, NAMESPACE_FILES, NvmetError
 
 
@@ -105,11 +106,23 @@ def _roll_back(tree, undos):
 
 
 def simulate(state, ops):
-    """Return a copy of state with ops applied as the kernel would (for check mode)."""
-    st = copy.deepcopy(state)
+    """Return a copy of state with ops applied as the kernel would (for check mode).
+
+    Copy on write: the sections are copied shallowly and only the objects the ops
+    touch are deep-copied, so simulating a step of a whole-document plan costs the
+    size of that step, not of the tree. ``state`` itself is never changed.
+    """
+    if not ops:
+        return state
+    st = dict((k, dict(v) if isinstance(v, dict) else v) for k, v in state.items())
+    copied = set()
     for op in ops:
         parts = op.path.split("/")
         top = parts[0]
+        key = int(parts[1]) if top == "ports" else parts[1]
+        if (top, key) not in copied and key in st.get(top, {}):
+            st[top][key] = copy.deepcopy(st[top][key])
+        copied.add((top, key))
         if top == "hosts":
             nqn = parts[1]
             if op.kind == "mkdir":
@@ -177,6 +190,10 @@ def simulate(state, ops):
                 port["params"][parts[2][6:]] = op.value
             elif parts[2] == "subsystems":
                 if op.kind == "link":
+                    if not port["subsystems"] and port.get("inline_data_size") is not None:
+                        # The first link enables the port: the transport settles inline_data_size.
+                        port["inline_data_size"] = effective_inline_data_size(port["inline_data_size"],
+                                                                              port.get("trtype"))
                     port["subsystems"] = sorted(port["subsystems"] + [parts[3]])
                 else:
                     port["subsystems"].remove(parts[3])

@@ -170,3 +170,15 @@ def test_ana_group_in_use_is_removed_only_with_force(root, backing):
 def test_ana_group_input_errors(root, groups, fragment):
     with pytest.raises(NvmetError, match=fragment):
         port(root, ana_groups=groups)
+
+
+def test_simulate_copies_only_what_it_changes_and_never_the_input(root, backing):
+    exposed(root, backing[0])
+    state = EmulatedTree(root).read()
+    before = repr(state)
+    ops = plan_port(state, port(root, ana_groups=[{"grpid": 2, "state": "optimized"}]), QUIET)
+    after = simulate(state, ops)
+    assert repr(state) == before
+    assert after["ports"][1]["ana_groups"] == {1: "optimized", 2: "optimized"}
+    assert after["subsystems"][SUB] is state["subsystems"][SUB]  # untouched objects are shared, not copied
+    assert simulate(state, []) is state
