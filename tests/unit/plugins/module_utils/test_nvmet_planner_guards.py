@@ -182,3 +182,23 @@ def test_simulate_copies_only_what_it_changes_and_never_the_input(root, backing)
     assert after["ports"][1]["ana_groups"] == {1: "optimized", 2: "optimized"}
     assert after["subsystems"][SUB] is state["subsystems"][SUB]  # untouched objects are shared, not copied
     assert simulate(state, []) is state
+
+
+def test_save_file_ana_group_states_are_restored(root, backing):
+    """to_savefile writes ana_groups in nvmetcli's schema; restoring must bring them back
+    (before, from_savefile dropped them and every non-default group came back missing)."""
+    from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import restore_document, to_savefile
+
+    exposed(root, backing[0])
+    write(os.path.join(root, "nvmet", "ports", "1", "ana_groups", "2", "ana_state"), "change")
+    write(os.path.join(root, "nvmet", "ports", "1", "ana_groups", "1", "ana_state"), "persistent-loss")
+    doc = to_savefile(EmulatedTree(root).read(), mask_keys=False)
+    assert doc["ports"][0]["ana_groups"] == [{"grpid": 1, "ana": {"state": "persistent-loss"}},
+                                             {"grpid": 2, "ana": {"state": "change"}}]
+    empty = os.path.join(root, "empty")
+    for sub in ("nvmet/subsystems", "nvmet/ports", "nvmet/hosts", "sys/module/nvmet_tcp"):
+        os.makedirs(os.path.join(empty, sub))
+    tree = EmulatedTree(empty)
+    restore_document(doc, tree=tree)
+    assert tree.read()["ports"][1]["ana_groups"] == {1: "persistent-loss", 2: "change"}
+    assert restore_document(doc, tree=tree) == []
