@@ -14,7 +14,9 @@ description:
     subsystems linked to it. Linking the first subsystem enables the port (the kernel starts listening).
   - The kernel changes C(addr_*) and C(param_*) only while no subsystem is linked. When they differ on a port with
     linked subsystems, the module fails unless O(allow_reconfigure=true); then it unlinks every subsystem, writes
-    the new values and links them again. B(This disconnects every host using the port.)
+    the new values and links them again. B(This disconnects every host using the port.) If the kernel refuses a
+    value part way, the module puts back the old values and the links it removed, and says what it put back (or
+    exactly what it could not).
   - Unlinking subsystems, reconfiguring or removing a port with live connections also needs O(force=true).
   - With O(state=absent) the subsystems are unlinked, referrals and extra ANA groups removed, then the port.
   - All input is validated before anything is touched, including that the transport's kernel module
@@ -56,12 +58,39 @@ options:
     description: Transport specific address subtype; for tcp C(none) or C(tls1.3) (TLS).
     type: str
   inline_data_size:
-    description: C(param_inline_data_size) in bytes (-1 is the transport's default).
+    description:
+      - C(param_inline_data_size) in bytes; a negative value lets the transport choose.
+      - Compared as an enabled port shows it. The kernel rewrites a negative value when the port is enabled (tcp
+        4 pages, 16384 on x86-64; rdma one page; other transports 0) and caps rdma at max(16384, a page), so
+        C(-1) and C(16384) on tcp are the same setting and neither is written again.
     type: int
   params:
     description: Other C(param_*) values without the prefix, for example C(max_queue_size=128) as a dict.
     type: dict
     default: {}
+  ana_groups:
+    description:
+      - ANA (asymmetric namespace access) groups of this port and their states, for NVMe native multipath.
+        Groups listed are created when missing (group 1 always exists); O(ana_groups[].state) is written when it
+        differs. A namespace is put in a group with C(ana_grpid) of aiinfra.fabric.nvmet_subsystem.
+      - A group a port does not define is C(inaccessible) on it; a new group starts C(inaccessible) too.
+    type: list
+    elements: dict
+    suboptions:
+      grpid:
+        description: Group id, 1 to 128.
+        type: int
+        required: true
+      state:
+        description: ANA state of the group on this port. Omit to leave it as it is.
+        type: str
+        choices: [optimized, non-optimized, inaccessible, persistent-loss, change]
+  purge_ana_groups:
+    description:
+      - Remove the port's ANA groups that O(ana_groups) does not list (except group 1). A group still used by an
+        enabled namespace of a subsystem linked to the port is only removed with O(force=true).
+    type: bool
+    default: false
   subsystems:
     description:
       - NQNs of the subsystems linked to this port; exactly this list when given (others are unlinked).
@@ -77,7 +106,8 @@ options:
     default: false
   force:
     description:
-      - Proceed when hosts may be connected to the port (unlinking, reconfiguring or removing it).
+      - Proceed when hosts may be connected to the port (unlinking, reconfiguring or removing it), and remove ANA
+        groups that namespaces still use.
       - Connections are read from the nvmet debugfs tree when present, else from established TCP sockets or
         connected RDMA CM ids on the port's address, or loop controllers. When nothing can be read the change is
         refused without O(force).
@@ -110,6 +140,14 @@ EXAMPLES = r"""
     traddr: 10.99.0.5
     allow_reconfigure: true
     force: true
+
+- name: Make ANA group 2 optimized on port 1 (then move namespaces into it with ana_grpid)
+  aiinfra.fabric.nvmet_port:
+    port_id: 1
+    trtype: tcp
+    traddr: 10.99.0.1
+    ana_groups:
+      - {grpid: 2, state: optimized}
 """
 
 RETURN = r"""
@@ -203,6 +241,12 @@ def main():
             tsas=dict(type="str"),
             inline_data_size=dict(type="int"),
             params=dict(type="dict", default={}),
+            ana_groups=dict(type="list", elements="dict", options=dict(
+                grpid=dict(type="int", required=True),
+                state=dict(type="str", choices=["optimized", "non-optimized", "inaccessible", "persistent-loss",
+                                                "change"]),
+            )),
+            purge_ana_groups=dict(type="bool", default=False),
             subsystems=dict(type="list", elements="str"),
             allow_reconfigure=dict(type="bool", default=False),
             force=dict(type="bool", default=False),

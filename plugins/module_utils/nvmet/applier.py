@@ -11,6 +11,7 @@ import copy
 import errno
 import os
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.canonical import effective_inline_data_size
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import IDENTITY_ATTRS, NAMESPACE_FILES, NvmetError
 
 
@@ -70,23 +71,58 @@ def explain(op, exc):
 
 
 def apply_plan(tree, ops):
-    """Run ops in order. On a kernel error raise NvmetError; ``applied`` lists what was done."""
+    """Run ops in order. On a kernel error raise NvmetError; ``applied`` lists what was done.
+
+    When operations applied before the failure carry an ``undo`` (a port reconfigure:
+    its unlinked subsystems and overwritten settings), those undos run newest first and
+    the message says what was put back, or exactly what could not be.
+    """
     done = []
-    for op in ops:
+    for i, op in enumerate(ops):
         try:
             tree.do(op)
         except OSError as exc:
-            raise NvmetError(explain(op, exc), applied=done) from exc
+            msg = explain(op, exc)
+            undos = [o.undo for o in reversed(ops[:i]) if o.undo is not None]
+            if undos:
+                msg += "; " + _roll_back(tree, undos)
+            raise NvmetError(msg, applied=done) from exc
         done.append(op.text())
     return done
 
 
+def _roll_back(tree, undos):
+    back = []
+    for j, undo in enumerate(undos):
+        try:
+            tree.do(undo)
+        except OSError as exc:
+            left = [u.text() for u in undos[j:]]
+            return ("putting back what was changed failed at '%s' (%s); put back: %s; still to put back by hand: %s"
+                    % (undo.text(), os.strerror(exc.errno) if exc.errno else exc, ", ".join(back) or "nothing",
+                       ", ".join(left)))
+        back.append(undo.text())
+    return "put back what was changed before it: " + ", ".join(back)
+
+
 def simulate(state, ops):
-    """Return a copy of state with ops applied as the kernel would (for check mode)."""
-    st = copy.deepcopy(state)
+    """Return a copy of state with ops applied as the kernel would (for check mode).
+
+    Copy on write: the sections are copied shallowly and only the objects the ops
+    touch are deep-copied, so simulating a step of a whole-document plan costs the
+    size of that step, not of the tree. ``state`` itself is never changed.
+    """
+    if not ops:
+        return state
+    st = dict((k, dict(v) if isinstance(v, dict) else v) for k, v in state.items())
+    copied = set()
     for op in ops:
         parts = op.path.split("/")
         top = parts[0]
+        key = int(parts[1]) if top == "ports" else parts[1]
+        if (top, key) not in copied and key in st.get(top, {}):
+            st[top][key] = copy.deepcopy(st[top][key])
+        copied.add((top, key))
         if top == "hosts":
             nqn = parts[1]
             if op.kind == "mkdir":
@@ -101,7 +137,7 @@ def simulate(state, ops):
             if len(parts) == 2:
                 if op.kind == "mkdir":
                     st["subsystems"][nqn] = {"nqn": nqn, "allow_any_host": False, "allowed_hosts": [],
-                                             "namespaces": {}, "attributes": {}}
+                                             "namespaces": {}, "attributes": {}, "passthru": None}
                 else:
                     st["subsystems"].pop(nqn, None)
                 continue
@@ -154,11 +190,20 @@ def simulate(state, ops):
                 port["params"][parts[2][6:]] = op.value
             elif parts[2] == "subsystems":
                 if op.kind == "link":
+                    if not port["subsystems"] and port.get("inline_data_size") is not None:
+                        # The first link enables the port: the transport settles inline_data_size.
+                        port["inline_data_size"] = effective_inline_data_size(port["inline_data_size"],
+                                                                              port.get("trtype"))
                     port["subsystems"] = sorted(port["subsystems"] + [parts[3]])
                 else:
                     port["subsystems"].remove(parts[3])
             elif parts[2] == "referrals":
                 port["referrals"].remove(parts[3])
             elif parts[2] == "ana_groups":
-                port["ana_groups"].pop(int(parts[3]), None)
+                if op.kind == "mkdir":
+                    port["ana_groups"][int(parts[3])] = "inaccessible"
+                elif op.kind == "rmdir":
+                    port["ana_groups"].pop(int(parts[3]), None)
+                else:
+                    port["ana_groups"][int(parts[3])] = op.value
     return st

@@ -59,13 +59,17 @@ class Op(object):
     """One configfs operation. ``kind`` is mkdir, rmdir, write, link or unlink.
 
     ``path`` is relative to ``<configfs>/nvmet``; ``target`` (links) too.
-    ``secret`` hides the value in every text form.
+    ``secret`` hides the value in every text form. ``undo`` is the operation that puts
+    back what this one changes, for plans that must not stop half-way (a port
+    reconfigure unlinks its subsystems first): when a later operation fails,
+    :func:`apply_plan` runs the undos of what it applied, newest first.
     """
 
-    __slots__ = ("kind", "path", "value", "target", "secret")
+    __slots__ = ("kind", "path", "value", "target", "secret", "undo")
 
-    def __init__(self, kind, path, value=None, target=None, secret=False):
+    def __init__(self, kind, path, value=None, target=None, secret=False, undo=None):
         self.kind, self.path, self.value, self.target, self.secret = kind, path, value, target, secret
+        self.undo = undo
 
     def text(self):
         if self.kind == "write":

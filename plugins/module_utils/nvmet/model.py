@@ -8,12 +8,14 @@ and the exported (module return) views of what was read.
 from __future__ import annotations
 
 import copy
+import errno
 import ipaddress
 import json
 import os
 import subprocess
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import HOST_FIELDS, PORT_ADDR_FIELDS
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import canonical
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import HOST_FIELDS, PORT_ADDR_FIELDS, NvmetError
 
 
 def _read(path):
@@ -59,6 +61,9 @@ class ConfigfsTree(object):
         return os.path.join(self.nvmet, rel)
 
     # ---- reading
+    # A file or directory that is not there is absent (older kernels lack some
+    # attributes; an object can go away meanwhile); any other read error fails the
+    # read, because taking it for "absent" would plan a mkdir or a removal.
 
     def read(self):
         """Return {"hosts": {nqn: ...}, "ports": {id: ...}, "subsystems": {nqn: ...}} with secrets in clear.
@@ -66,74 +71,105 @@ class ConfigfsTree(object):
         Use :func:`masked_host` or :func:`to_savefile` before showing hosts.
         """
         return {
-            "hosts": dict((n, self.read_host(n)) for n in _listdir(self.path("hosts"))),
-            "ports": dict((int(p), self.read_port(p)) for p in _listdir(self.path("ports")) if p.isdigit()),
-            "subsystems": dict((n, self.read_subsystem(n)) for n in _listdir(self.path("subsystems"))),
+            "hosts": dict((n, self.read_host(n)) for n in self._list("hosts")),
+            "ports": dict((int(p), self.read_port(p)) for p in self._list("ports") if p.isdigit()),
+            "subsystems": dict((n, self.read_subsystem(n)) for n in self._list("subsystems")),
         }
 
+    def read_one(self, section, key):
+        """Re-read one object (after applying a plan to it), or None when it is gone."""
+        rel = "%s/%s" % (section, key)
+        if self._get(rel, is_dir=True) is None:
+            return None
+        return {"hosts": self.read_host, "ports": self.read_port, "subsystems": self.read_subsystem}[section](key)
+
+    def _get(self, rel, is_dir=False):
+        """Text of an attribute (or a directory listing), None when it does not exist."""
+        path = self.path(rel)
+        try:
+            if is_dir:
+                return sorted(os.listdir(path))
+            with open(path, "r") as f:
+                return f.read().rstrip("\n")
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+                return None
+            raise NvmetError("nvmet: cannot read %s: %s (%s); not treating it as absent"
+                             % (path, exc.strerror, errno.errorcode.get(exc.errno, exc.errno))) from None
+
+    def _list(self, rel):
+        return self._get(rel, is_dir=True) or []
+
     def read_host(self, nqn):
-        base = self.path(os.path.join("hosts", nqn))
+        base = "hosts/" + nqn
         host = {"hostnqn": nqn}
         for field in HOST_FIELDS:
-            value = _read(os.path.join(base, field))
+            value = self._get(base + "/" + field)
             host[field] = value if value else None
         return host
 
     def read_subsystem(self, nqn):
-        base = self.path(os.path.join("subsystems", nqn))
+        base = "subsystems/" + nqn
         attrs = {}
-        for name in _listdir(base):
+        for name in self._list(base):
             if name.startswith("attr_"):
-                value = _read(os.path.join(base, name))
+                value = self._get(base + "/" + name)
                 if value is not None:
-                    attrs[name[5:]] = value
+                    attrs[name[5:]] = canonical.subsystem_attr(name[5:], value, strict=False)
         allow_any = attrs.pop("allow_any_host", "0") == "1"
         namespaces = {}
-        for name in _listdir(os.path.join(base, "namespaces")):
+        for name in self._list(base + "/namespaces"):
             if name.isdigit():
-                namespaces[int(name)] = self.read_namespace(os.path.join(base, "namespaces", name), int(name))
+                namespaces[int(name)] = self.read_namespace("%s/namespaces/%s" % (base, name), int(name))
         return {
             "nqn": nqn,
             "allow_any_host": allow_any,
-            "allowed_hosts": _listdir(os.path.join(base, "allowed_hosts")),
+            "allowed_hosts": self._list(base + "/allowed_hosts"),
             "namespaces": namespaces,
             "attributes": attrs,
+            "passthru": self.read_passthru(base + "/passthru"),
         }
 
-    @staticmethod
-    def read_namespace(base, nsid):
-        path = _read(os.path.join(base, "device_path"))
-        nguid = _read(os.path.join(base, "device_nguid"))
+    def read_passthru(self, base):
+        """A passthru subsystem's controller, or None (no passthru/ or no device_path set)."""
+        path = self._get(base + "/device_path")
+        if not path or path == "(null)":
+            return None
+        return {"device_path": path, "enabled": self._get(base + "/enable") == "1"}
+
+    def read_namespace(self, base, nsid):
+        path = self._get(base + "/device_path")
+        nguid = self._get(base + "/device_nguid")
         return {
             "nsid": nsid,
             "device_path": None if path in (None, "", "(null)") else path,
-            "enabled": _read(os.path.join(base, "enable")) == "1",
-            "uuid": _read(os.path.join(base, "device_uuid")) or None,
+            "enabled": self._get(base + "/enable") == "1",
+            "uuid": self._get(base + "/device_uuid") or None,
             "nguid": None if not nguid or nguid.replace("-", "").strip("0") == "" else nguid,
-            "ana_grpid": _int_or(_read(os.path.join(base, "ana_grpid")), 1),
-            "buffered_io": _read(os.path.join(base, "buffered_io")) == "1",
+            "ana_grpid": _int_or(self._get(base + "/ana_grpid"), 1),
+            "buffered_io": self._get(base + "/buffered_io") == "1",
         }
 
     def read_port(self, port_id):
-        base = self.path(os.path.join("ports", str(port_id)))
+        base = "ports/%s" % port_id
         addr = {}
         params = {}
-        for name in _listdir(base):
+        for name in self._list(base):
             if name.startswith("addr_"):
-                addr[name[5:]] = _read(os.path.join(base, name)) or None
+                addr[name[5:]] = self._get(base + "/" + name) or None
             elif name.startswith("param_"):
-                params[name[6:]] = _read(os.path.join(base, name))
+                params[name[6:]] = canonical.port_param(name[6:], self._get(base + "/" + name), strict=False)
         ana = {}
-        for grp in _listdir(os.path.join(base, "ana_groups")):
+        for grp in self._list(base + "/ana_groups"):
             if grp.isdigit():
-                ana[int(grp)] = _read(os.path.join(base, "ana_groups", grp, "ana_state"))
+                ana[int(grp)] = self._get("%s/ana_groups/%s/ana_state" % (base, grp))
         port = {"port_id": int(port_id)}
         for field in PORT_ADDR_FIELDS:
             port[field] = addr.get(field)
         port["inline_data_size"] = _int_or(params.pop("inline_data_size", None))
         port["params"] = params
-        port["subsystems"] = _listdir(os.path.join(base, "subsystems"))
-        port["referrals"] = _listdir(os.path.join(base, "referrals"))
+        port["subsystems"] = self._list(base + "/subsystems")
+        port["referrals"] = self._list(base + "/referrals")
         port["ana_groups"] = ana
         return port
 

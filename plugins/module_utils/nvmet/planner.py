@@ -9,6 +9,7 @@ They read nothing from the host; live connections come in as ``conns``
 
 from __future__ import annotations
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.canonical import ANA_ACCESSIBLE, effective_inline_data_size
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import (
     HOST_KEY_FIELDS,
     IDENTITY_ATTRS,
@@ -37,6 +38,46 @@ def _require_quiet(count, force, what, how):
             "of the port); set force: true to %s anyway" % (what, how))
     if count:
         raise NvmetError("%s has %d live connection(s); set force: true to %s (this disconnects them)" % (what, count, how))
+
+
+# Writing these makes the kernel delete every controller of the subsystem (hosts reconnect).
+RECONNECT_ATTRS = ("qid_max",)
+
+
+def _attribute_order(wanted, current):
+    """Attribute names in write order: sorted, except cntlid_min/cntlid_max by direction.
+
+    The kernel refuses cntlid_min above the current cntlid_max and cntlid_max below the
+    current cntlid_min, so raising both writes max first and lowering both min first.
+    """
+    names = sorted(wanted)
+    if "cntlid_min" in wanted and "cntlid_max" in wanted:
+        try:
+            raising = int(wanted["cntlid_min"]) > int(current.get("cntlid_max", 0xFFEF))
+        except ValueError:
+            raising = False
+        first, second = ("cntlid_max", "cntlid_min") if raising else ("cntlid_min", "cntlid_max")
+        names.remove(first)
+        names.insert(names.index(second), first)
+    return names
+
+
+def _require_accessible_group(state, ports, nqn, nsid, grpid, force):
+    """Moving an enabled, exposed namespace into an ANA group that is not optimized or
+    non-optimized on every port exposing it cuts its I/O there: only with force.
+    A group a port does not define is inaccessible on that port."""
+    if force:
+        return
+    bad = []
+    for pid in ports:
+        grp_state = state["ports"][pid]["ana_groups"].get(grpid)
+        if grp_state not in ANA_ACCESSIBLE:
+            bad.append("port %d (%s)" % (pid, grp_state or "group not defined there, so inaccessible"))
+    if bad:
+        raise NvmetError(
+            "namespace %d of subsystem %s: moving it to ANA group %d cuts its I/O on %s; create the group with "
+            "state optimized or non-optimized on those ports first (aiinfra.fabric.nvmet_port ana_groups), or set "
+            "force: true" % (nsid, nqn, grpid, ", ".join(bad)))
 
 
 def _exposing_ports(state, nqn):
@@ -106,18 +147,26 @@ def plan_subsystem(state, spec, conns=None, force=False):
     new = cur is None
     if new:
         ops.append(Op("mkdir", rel))
-        cur = {"nqn": nqn, "allow_any_host": False, "allowed_hosts": [], "namespaces": {}, "attributes": {}}
+        cur = {"nqn": nqn, "allow_any_host": False, "allowed_hosts": [], "namespaces": {}, "attributes": {},
+               "passthru": None}
+    elif cur.get("passthru") and spec.get("namespaces"):
+        raise NvmetError("subsystem %s is a passthru subsystem (controller %s): changing it is not supported by this "
+                         "module; its namespaces come from the controller" % (nqn, cur["passthru"]["device_path"]))
     # Identity first: the kernel refuses these once a host has identified the
     # subsystem, and failing before anything else keeps the run all-or-nothing.
     for name in IDENTITY_ATTRS:
         want = spec.get(name)
         if want is not None and cur["attributes"].get(name) != str(want):
             ops.append(Op("write", "%s/attr_%s" % (rel, name), str(want)))
-    for name, want in sorted(spec["attributes"].items()):
+    for name in _attribute_order(spec["attributes"], cur["attributes"]):
+        want = spec["attributes"][name]
         if not new and name not in cur["attributes"]:
             raise NvmetError("attributes: this kernel has no attr_%s for subsystem %s (it has: %s)"
                              % (name, nqn, ", ".join(sorted(cur["attributes"]))))
         if cur["attributes"].get(name) != want:
+            if name in RECONNECT_ATTRS and ports:
+                _require_quiet(live, force, "subsystem %s" % nqn,
+                               "change %s (the kernel disconnects every controller of the subsystem)" % name)
             ops.append(Op("write", "%s/attr_%s" % (rel, name), want))
 
     # Hosts. allow_any_host=1 and allowed_hosts links exclude each other in the
@@ -165,6 +214,8 @@ def plan_subsystem(state, spec, conns=None, force=False):
                                   _bool_str(value) if isinstance(value, bool) else value))
         online = []
         if want.get("ana_grpid") is not None and have["ana_grpid"] != want["ana_grpid"]:
+            if have["enabled"] and ports:
+                _require_accessible_group(state, ports, nqn, nsid, want["ana_grpid"], force)
             online.append(Op("write", "%s/ana_grpid" % ns_rel, str(want["ana_grpid"])))
         if offline and have["enabled"]:
             if ports:
@@ -224,15 +275,24 @@ def plan_port(state, spec, conns=None, force=False, allow_reconfigure=False, mis
     for field in PORT_WRITE_ORDER:
         want = spec.get(field)
         if want is not None and cur.get(field) != str(want):
-            settings.append(Op("write", "%s/addr_%s" % (rel, field), str(want)))
-    if spec.get("inline_data_size") is not None and cur.get("inline_data_size") != spec["inline_data_size"]:
-        settings.append(Op("write", "%s/param_inline_data_size" % rel, str(spec["inline_data_size"])))
+            settings.append(Op("write", "%s/addr_%s" % (rel, field), str(want),
+                               undo=_undo_write("%s/addr_%s" % (rel, field), cur.get(field))))
+    # Compared as an enabled port shows it: the kernel replaces -1 by the transport's
+    # default when the port is enabled, and keeps that value after it is disabled.
+    trtype = spec.get("trtype") or cur.get("trtype")
+    if spec.get("inline_data_size") is not None and (
+            cur.get("inline_data_size") is None
+            or effective_inline_data_size(cur["inline_data_size"], trtype)
+            != effective_inline_data_size(spec["inline_data_size"], trtype)):
+        settings.append(Op("write", "%s/param_inline_data_size" % rel, str(spec["inline_data_size"]),
+                           undo=_undo_write(rel + "/param_inline_data_size", cur.get("inline_data_size"))))
     for name, want in sorted((spec.get("params") or {}).items()):
         if pid in state["ports"] and name not in cur["params"]:
             raise NvmetError("params: this kernel has no param_%s for port %d (it has: %s)"
                              % (name, pid, ", ".join(sorted(cur["params"]))))
         if cur["params"].get(name) != want:
-            settings.append(Op("write", "%s/param_%s" % (rel, name), want))
+            settings.append(Op("write", "%s/param_%s" % (rel, name), want,
+                               undo=_undo_write("%s/param_%s" % (rel, name), cur["params"].get(name))))
 
     linked = list(cur["subsystems"])
     want_links = spec.get("subsystems")
@@ -247,7 +307,8 @@ def plan_port(state, spec, conns=None, force=False, allow_reconfigure=False, mis
                 % (pid, changed, ", ".join(linked)))
         _require_quiet(_conn_count(conns, "by_port", pid), force, "port %d" % pid, "reconfigure it (%s)" % changed)
         for nqn in reversed(linked):
-            ops.append(Op("unlink", "%s/subsystems/%s" % (rel, nqn)))
+            ops.append(Op("unlink", "%s/subsystems/%s" % (rel, nqn),
+                          undo=Op("link", "%s/subsystems/%s" % (rel, nqn), target="subsystems/" + nqn)))
         linked = []
     else:
         gone = [n for n in linked if n not in want_links]
@@ -258,7 +319,42 @@ def plan_port(state, spec, conns=None, force=False, allow_reconfigure=False, mis
             ops.append(Op("unlink", "%s/subsystems/%s" % (rel, nqn)))
             linked.remove(nqn)
     ops.extend(settings)
+    ops.extend(_plan_ana_groups(state, spec, cur, rel, force))
     for nqn in want_links:
         if nqn not in linked:
             ops.append(Op("link", "%s/subsystems/%s" % (rel, nqn), target="subsystems/" + nqn))
+    return ops
+
+
+def _undo_write(path, old):
+    """The write that puts back ``old`` (None: the kernel shows nothing to put back)."""
+    if old is None or old == "":
+        return None
+    return Op("write", path, str(old))
+
+
+def _plan_ana_groups(state, spec, cur, rel, force):
+    """ANA groups of a port: create the listed ones, set their states, and with
+    purge_ana_groups remove the others (group 1 is the kernel's and stays)."""
+    ops = []
+    wanted = dict((g["grpid"], g.get("state")) for g in spec.get("ana_groups") or [])
+    if spec.get("purge_ana_groups"):
+        for grp in sorted(cur["ana_groups"], reverse=True):
+            if grp == 1 or grp in wanted:
+                continue
+            users = ["%s namespace %d" % (nqn, nsid) for nqn in cur["subsystems"] if nqn in state["subsystems"]
+                     for nsid, ns in sorted(state["subsystems"][nqn]["namespaces"].items())
+                     if ns["enabled"] and ns["ana_grpid"] == grp]
+            if users and not force:
+                raise NvmetError("port %d: ANA group %d is used by %s; removing it makes them inaccessible on this "
+                                 "port; move them to another group first or set force: true"
+                                 % (spec["port_id"], grp, ", ".join(users)))
+            ops.append(Op("rmdir", "%s/ana_groups/%d" % (rel, grp)))
+    for grp in sorted(wanted):
+        have = cur["ana_groups"].get(grp)
+        if have is None:
+            ops.append(Op("mkdir", "%s/ana_groups/%d" % (rel, grp)))
+            have = "inaccessible"  # the kernel's state for a group it has not been told about
+        if wanted[grp] is not None and wanted[grp] != have:
+            ops.append(Op("write", "%s/ana_groups/%d/ana_state" % (rel, grp), wanted[grp]))
     return ops

@@ -30,7 +30,7 @@ def apply_and_exit(module, tree, state, ops, section, key, export, result_key, d
             apply_plan(tree, ops)
         except NvmetError as exc:
             module.fail_json(msg=exc.msg, changed=bool(exc.applied), operations=exc.applied, planned=texts)
-        raw_after = tree.read()[section].get(key)
+        raw_after = tree.read_one(section, key)  # only the object the plan touched
     else:
         raw_after = simulate(state, ops)[section].get(key)
     result = dict(extra or {}, changed=bool(ops), operations=texts)

@@ -151,6 +151,8 @@ def from_savefile(doc):
         if "inline_data_size" in param:
             spec["inline_data_size"] = param.pop("inline_data_size")
         spec["params"] = param
+        spec["ana_groups"] = [{"grpid": g.get("grpid"), "state": (g.get("ana") or {}).get("state")}
+                              for g in p.get("ana_groups") or []]
         ports.append(spec)
     return {"hosts": hosts, "subsystems": subsystems, "ports": ports}
 

@@ -16,6 +16,7 @@ import re
 import stat
 import zlib
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import canonical
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import (
     ADRFAMS,
     ANA_GRPID_MAX,
@@ -152,6 +153,14 @@ def _check_attr_names(attrs, param, reserved):
     return out
 
 
+def _kernel_form(convert, name, value, param):
+    """``convert(name, value)`` (a canonical.* function), with the kernel's refusal as an NvmetError."""
+    try:
+        return convert(name, value)
+    except canonical.KernelRejects as exc:
+        raise NvmetError("%s: %s; the kernel refuses it" % (param, exc)) from None
+
+
 def module_loaded(name, sysfs_root="/sys"):
     return os.path.isdir(os.path.join(sysfs_root, "module", name))
 
@@ -226,15 +235,18 @@ def normalize_subsystem(spec, check_paths=True):
             ns["enabled"] = True
         namespaces.append(ns)
     s["namespaces"] = namespaces
-    if s.get("serial") is not None and not re.match(r"^[\x20-\x7e]{1,20}$", str(s["serial"])):
-        raise NvmetError("serial: %r must be 1-20 printable ASCII characters" % s["serial"])
-    if s.get("model") is not None and not re.match(r"^[\x20-\x7e]{1,40}$", str(s["model"])):
-        raise NvmetError("model: %r must be 1-40 printable ASCII characters" % s["model"])
-    if s.get("firmware") is not None and not re.match(r"^[\x20-\x7e]{1,8}$", str(s["firmware"])):
-        raise NvmetError("firmware: %r must be 1-8 printable ASCII characters" % s["firmware"])
-    if s.get("version") is not None and not re.match(r"^\d+\.\d+(\.\d+)?$", str(s["version"])):
-        raise NvmetError("version: %r is not an NVMe version like 1.3 or 2.0.0" % s["version"])
-    s["attributes"] = _check_attr_names(s.get("attributes"), "attributes", ("allow_any_host",) + IDENTITY_ATTRS)
+    # Identity and attributes in the form the kernel shows them, so that comparing with
+    # what is read back is exact; values the kernel refuses fail here, before any change.
+    for name in IDENTITY_ATTRS:
+        if s.get(name) is not None:
+            s[name] = _kernel_form(canonical.subsystem_attr, name, s[name], name)
+    attrs = _check_attr_names(s.get("attributes"), "attributes", ("allow_any_host",) + IDENTITY_ATTRS)
+    s["attributes"] = dict((k, _kernel_form(canonical.subsystem_attr, k, v, "attributes.%s" % k))
+                           for k, v in attrs.items())
+    if "cntlid_min" in s["attributes"] and "cntlid_max" in s["attributes"]:
+        low, high = int(s["attributes"]["cntlid_min"]), int(s["attributes"]["cntlid_max"])
+        if low > high:
+            raise NvmetError("attributes: cntlid_min %d is above cntlid_max %d; the kernel refuses that" % (low, high))
     return s
 
 
@@ -280,8 +292,23 @@ def normalize_port(spec, sysfs_root="/sys"):
         if s["tsas"] not in ("none", "tls1.3"):
             raise NvmetError("tsas: %r is not one of none, tls1.3" % s["tsas"])
     if s.get("inline_data_size") is not None:
-        s["inline_data_size"] = _check_int(s["inline_data_size"], "inline_data_size", -1, 2 ** 31 - 1)
-    s["params"] = _check_attr_names(s.get("params"), "params", ("inline_data_size",))
+        s["inline_data_size"] = int(_kernel_form(canonical.port_param, "inline_data_size", s["inline_data_size"],
+                                                 "inline_data_size"))
+    params = _check_attr_names(s.get("params"), "params", ("inline_data_size",))
+    s["params"] = dict((k, _kernel_form(canonical.port_param, k, v, "params.%s" % k)) for k, v in params.items())
+    groups = []
+    for i, grp in enumerate(s.get("ana_groups") or []):
+        p = "ana_groups[%d]" % i
+        if not isinstance(grp, dict) or grp.get("grpid") is None:
+            raise NvmetError("%s.grpid: is required (1..%d)" % (p, ANA_GRPID_MAX))
+        grpid = _check_int(grp["grpid"], p + ".grpid", 1, ANA_GRPID_MAX)
+        if any(g["grpid"] == grpid for g in groups):
+            raise NvmetError("%s.grpid: %d is listed twice" % (p, grpid))
+        state = grp.get("state")
+        if state is not None and state not in canonical.ANA_STATES:
+            raise NvmetError("%s.state: %r is not one of %s" % (p, state, ", ".join(canonical.ANA_STATES)))
+        groups.append({"grpid": grpid, "state": state})
+    s["ana_groups"] = groups
     for i, nqn in enumerate(s.get("subsystems") or []):
         validate_nqn(nqn, "subsystems[%d]" % i)
     if s.get("subsystems") is not None and len(set(s["subsystems"])) != len(s["subsystems"]):

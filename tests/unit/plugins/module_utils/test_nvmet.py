@@ -4,16 +4,14 @@ The model tests read a temporary directory laid out like the nvmet configfs tree
 Debian's 6.12.117 kernel (file names and default values copied from the lab VM te1).
 That tree is a FAKE: a plain directory cannot emulate configfs semantics - mkdir that
 auto-creates attribute files and child groups, symlinks that enable a port, writes the
-kernel refuses with EBUSY/EACCES/EINVAL. Where a test needs some of that, the
-``EmulatedTree`` below adds it by hand and says so. The real semantics are proven
+kernel refuses with EBUSY/EACCES/EINVAL. ``EmulatedTree`` (nvmet_fake.py) adds by
+hand what the 6.12 kernel does for the operations the planner issues. The real semantics are proven
 on the real kernel by molecule/nvmet_modules.
 """
 
-import base64
 import errno
 import json
 import os
-import zlib
 
 import pytest
 
@@ -31,129 +29,19 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate impo
     validate_nqn,
 )
 
-SUB = "nqn.2024-04.io.aiinfra.lab:te1.modules"
-HOST = "nqn.2014-08.org.nvmexpress:uuid:6d4104d1-02ff-4b25-86c0-e09cdeb71663"
-HOST2 = "nqn.2014-08.org.nvmexpress:uuid:00000000-1111-2222-3333-444444444444"
-
-
-def make_key(size=32, transform=1, corrupt=False):
-    raw = bytes(range(size))
-    crc = zlib.crc32(raw).to_bytes(4, "little")
-    if corrupt:
-        crc = bytes([crc[0] ^ 1]) + crc[1:]
-    return "DHHC-1:%02d:%s:" % (transform, base64.b64encode(raw + crc).decode())
-
-
-# --------------------------------------------------------------------------- fake tree
-
-
-def write(path, value):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        f.write(value + "\n")
-
-
-def fake_subsystem(root, nqn, allow_any="0", serial="7261cd9a61165179a56a"):
-    base = os.path.join(root, "nvmet", "subsystems", nqn)
-    for name, value in (("allow_any_host", allow_any), ("cntlid_max", "65519"), ("cntlid_min", "1"),
-                        ("firmware", "6.12.117"), ("ieee_oui", "0x000000"), ("model", "Linux"),
-                        ("pi_enable", "0"), ("qid_max", "128"), ("serial", serial), ("version", "1.3")):
-        write(os.path.join(base, "attr_" + name), value)
-    os.makedirs(os.path.join(base, "allowed_hosts"), exist_ok=True)
-    os.makedirs(os.path.join(base, "namespaces"), exist_ok=True)
-    os.makedirs(os.path.join(base, "passthru"), exist_ok=True)
-    return base
-
-
-def fake_namespace(root, nqn, nsid, path="(null)", enable="0", uuid="c1dcff13-cbcf-44e6-997c-ee94dc0b42e3"):
-    base = os.path.join(root, "nvmet", "subsystems", nqn, "namespaces", str(nsid))
-    for name, value in (("ana_grpid", "1"), ("buffered_io", "0"),
-                        ("device_nguid", "00000000-0000-0000-0000-000000000000"), ("device_path", path),
-                        ("device_uuid", uuid), ("enable", enable)):
-        write(os.path.join(base, name), value)
-    return base
-
-
-def fake_port(root, pid, trtype="", traddr="", trsvcid="", adrfam="", tsas=""):
-    base = os.path.join(root, "nvmet", "ports", str(pid))
-    for name, value in (("addr_adrfam", adrfam), ("addr_traddr", traddr), ("addr_treq", "not specified"),
-                        ("addr_trsvcid", trsvcid), ("addr_trtype", trtype), ("addr_tsas", tsas),
-                        ("param_inline_data_size", "-1"), ("param_max_queue_size", "-1"), ("param_pi_enable", "0")):
-        write(os.path.join(base, name), value)
-    write(os.path.join(base, "ana_groups", "1", "ana_state"), "optimized")
-    os.makedirs(os.path.join(base, "subsystems"), exist_ok=True)
-    os.makedirs(os.path.join(base, "referrals"), exist_ok=True)
-    return base
-
-
-def fake_host(root, nqn, key=""):
-    base = os.path.join(root, "nvmet", "hosts", nqn)
-    for name, value in (("dhchap_ctrl_key", ""), ("dhchap_dhgroup", "null"), ("dhchap_hash", "hmac(sha256)"),
-                        ("dhchap_key", key)):
-        write(os.path.join(base, name), value)
-    return base
-
-
-def link(root, src_rel, dst_rel):
-    os.symlink(os.path.join(root, "nvmet", src_rel), os.path.join(root, "nvmet", dst_rel))
-
-
-class EmulatedTree(ConfigfsTree):
-    """FAKE configfs: mkdir populates the defaults the kernel would create; writes
-    replace the file. Kernel refusals are not emulated, except where a test passes
-    ``refuse={relpath: errno}``."""
-
-    def __init__(self, root, refuse=None, **kw):
-        kw.setdefault("sysfs_root", os.path.join(root, "sys"))
-        kw.setdefault("proc_root", os.path.join(root, "proc"))
-        kw.setdefault("debugfs_root", os.path.join(root, "debug"))
-        kw.setdefault("run_command", lambda argv: "[]")
-        super().__init__(root, **kw)
-        self.refuse = refuse or {}
-        self.done = []
-
-    def do(self, op):
-        if op.path in self.refuse:
-            raise OSError(self.refuse[op.path], os.strerror(self.refuse[op.path]))
-        parts = op.path.split("/")
-        if op.kind == "mkdir":
-            if parts[0] == "subsystems" and len(parts) == 2:
-                fake_subsystem(self.root, parts[1])
-            elif parts[0] == "subsystems" and parts[2] == "namespaces":
-                fake_namespace(self.root, parts[1], parts[3])
-            elif parts[0] == "ports":
-                fake_port(self.root, parts[1])
-            elif parts[0] == "hosts":
-                fake_host(self.root, parts[1])
-            else:
-                super().do(op)
-        elif op.kind == "rmdir":
-            import shutil
-            shutil.rmtree(self.path(op.path))
-        elif op.kind == "write":
-            write(self.path(op.path), str(op.value))
-        else:
-            super().do(op)
-        self.done.append(op.text())
-
-
-@pytest.fixture
-def root(tmp_path):
-    os.makedirs(str(tmp_path / "nvmet" / "subsystems"))
-    os.makedirs(str(tmp_path / "nvmet" / "ports"))
-    os.makedirs(str(tmp_path / "nvmet" / "hosts"))
-    for mod in ("nvmet", "nvmet_tcp", "nvmet_rdma"):
-        os.makedirs(str(tmp_path / "sys" / "module" / mod))
-    return str(tmp_path)
-
-
-@pytest.fixture
-def backing(tmp_path):
-    path = tmp_path / "disk1.img"
-    path.write_bytes(b"")
-    path2 = tmp_path / "disk2.img"
-    path2.write_bytes(b"")
-    return str(path), str(path2)
+from nvmet_fake import (  # tests/unit/plugins/module_utils/nvmet_fake.py
+    HOST,
+    HOST2,
+    SUB,
+    EmulatedTree,
+    fake_host,
+    fake_namespace,
+    fake_port,
+    fake_subsystem,
+    link,
+    make_key,
+    write,
+)
 
 
 def empty_state():
@@ -626,10 +514,20 @@ def test_disabled_namespace_is_changed_without_toggling():
         "write %s/device_path = /d2" % ns1, "write %s/buffered_io = 1" % ns1]
 
 
-def test_ana_grpid_changes_online():
+def test_ana_grpid_change_into_an_inaccessible_group_needs_force():
+    """Issue 14: group 2 is not defined on port 1, so it is inaccessible there; before the
+    fix the move was planned without a word and cut the namespace's I/O."""
     spec = sub_spec(allowed_hosts=[HOST], namespaces=[dict(NS[0], ana_grpid=2), NS[1]])
-    assert texts(plan_subsystem(linked_state(), spec, BUSY)) == [
-        "write subsystems/%s/namespaces/1/ana_grpid = 2" % SUB]
+    with pytest.raises(NvmetError, match=r"moving it to ANA group 2 cuts its I/O on port 1 \(group not defined"):
+        plan_subsystem(linked_state(), spec, QUIET)
+    move = ["write subsystems/%s/namespaces/1/ana_grpid = 2" % SUB]
+    assert texts(plan_subsystem(linked_state(), spec, BUSY, force=True)) == move
+    state = linked_state()
+    state["ports"][1]["ana_groups"][2] = "inaccessible"
+    with pytest.raises(NvmetError, match=r"port 1 \(inaccessible\)"):
+        plan_subsystem(state, spec, QUIET)
+    state["ports"][1]["ana_groups"][2] = "non-optimized"
+    assert texts(plan_subsystem(state, spec, BUSY)) == move
 
 
 def test_purge_namespace_needs_force_when_busy():
