@@ -84,8 +84,12 @@ def to_savefile(state, mask_keys=True):
                 "ana_grpid": ns["ana_grpid"],
                 "buffered_io": 1 if ns["buffered_io"] else 0,
             })
-        subsystems.append({"nqn": nqn, "attr": attr, "allowed_hosts": list(s["allowed_hosts"]),
-                           "namespaces": namespaces})
+        entry = {"nqn": nqn, "attr": attr, "allowed_hosts": list(s["allowed_hosts"]), "namespaces": namespaces}
+        if s.get("passthru"):
+            # nvmetcli's form; the restorer reports it as not restored rather than drop it.
+            entry["passthru"] = [{"device": {"path": s["passthru"]["device_path"]},
+                                  "enable": 1 if s["passthru"]["enabled"] else 0}]
+        subsystems.append(entry)
     return {"hosts": hosts, "ports": ports, "subsystems": subsystems}
 
 

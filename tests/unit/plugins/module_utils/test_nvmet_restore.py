@@ -246,6 +246,30 @@ def test_unsupported_content_is_reported_never_dropped(root, files):
     assert state["ports"][1]["subsystems"] == [SUB]
 
 
+def test_ana_group_states_restore(root, files):
+    ns = {"nsid": 1, "enable": 1, "device": {"path": files[0]}, "ana_grpid": 2}
+    groups = [{"grpid": 1, "ana": {"state": "optimized"}}, {"grpid": 2, "ana": {"state": "non-optimized"}}]
+    doc = {"subsystems": [subsystem(SUB, [ns], allow_any="1")], "ports": [port(1, [SUB], ana_groups=groups)]}
+    tree, result = run(root, doc)
+    state = tree.read()
+    assert result["status"] == "complete", result
+    assert state["ports"][1]["ana_groups"] == {1: "optimized", 2: "non-optimized"}
+    assert state["subsystems"][SUB]["namespaces"][1]["ana_grpid"] == 2
+
+
+def test_passthru_subsystem_is_saved_and_reported_not_restored(root, files):
+    fake_subsystem(root, SUB2)
+    for name, value in (("device_path", "/dev/nvme0"), ("enable", "1")):
+        with open(os.path.join(root, "nvmet", "subsystems", SUB2, "passthru", name), "w") as f:
+            f.write(value + "\n")
+    doc = json.loads(json.dumps(to_savefile(EmulatedTree(root).read(), mask_keys=False)))
+    assert doc["subsystems"][0]["passthru"] == [{"device": {"path": "/dev/nvme0"}, "enable": 1}]
+    assert bootrestore.unsupported_content(doc) == [
+        {"object": "subsystems/%s/passthru" % SUB2,
+         "reason": "passthru subsystems (device /dev/nvme0) are not restored by this restorer; restore them with "
+                   "nvmetcli"}]
+
+
 def test_default_referral_resv_and_passthru_entries_are_not_reported(root, files):
     """nvmetcli writes these keys for every object; their default values lose nothing."""
     ns = {"nsid": 1, "enable": 1, "device": {"path": files[0], "uuid": "c1dcff13-cbcf-44e6-997c-ee94dc0b42e3",
