@@ -144,8 +144,8 @@ def test_disabled_namespace_without_device_is_skipped(root, files):
 
 
 def test_same_backing_file_in_two_namespaces_is_exported_once(root, files):
-    doc = {"subsystems": [subsystem(SUB, [files[0]], allow_any="1"), subsystem(SUB2, [files[0], files[1]],
-                                                                              allow_any="1")]}
+    doc = {"subsystems": [subsystem(SUB, [files[0]], allow_any="1"),
+                          subsystem(SUB2, [files[0], files[1]], allow_any="1")]}
     tree, result = run(root, doc)
     state = tree.read()
     assert sorted(state["subsystems"][SUB2]["namespaces"]) == [2]
@@ -272,11 +272,11 @@ def test_passthru_subsystem_is_saved_and_reported_not_restored(root, files):
 
 def test_default_referral_resv_and_passthru_entries_are_not_reported(root, files):
     """nvmetcli writes these keys for every object; their default values lose nothing."""
-    ns = {"nsid": 1, "enable": 1, "device": {"path": files[0], "uuid": "c1dcff13-cbcf-44e6-997c-ee94dc0b42e3",
-                                               "nguid": "00000000-0000-0000-0000-000000000000"},
-          "ana": {"grpid": "1"}, "resv": {"enable": "0"}, "ana_grpid": 1}
+    device = {"path": files[0], "uuid": "c1dcff13-cbcf-44e6-997c-ee94dc0b42e3",
+              "nguid": "00000000-0000-0000-0000-000000000000"}
+    ns = {"nsid": 1, "enable": 1, "device": device, "ana": {"grpid": "1"}, "resv": {"enable": "0"}, "ana_grpid": 1}
     doc = {"hosts": [], "subsystems": [subsystem(SUB, [ns], allow_any="1")], "ports": [port(1, [SUB])]}
-    _, result = run(root, doc)
+    result = run(root, doc)[1]
     assert result["not_restored"] == [] and result["skipped"] == [] and result["status"] == "complete"
 
 
@@ -296,7 +296,7 @@ def test_save_is_atomic_and_durable(root, tmp_path, monkeypatch):
     real_replace = os.replace
 
     def replace(src, dst):
-        renamed.append((os.path.basename(src), os.path.basename(dst), [p for p in synced]))
+        renamed.append((os.path.basename(src), os.path.basename(dst), list(synced)))
         real_replace(src, dst)
 
     monkeypatch.setattr(os, "replace", replace)
