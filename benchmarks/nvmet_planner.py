@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Copyright: aiinfra.fabric contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -140,7 +139,7 @@ def compare(before_dir, after_dir, sizes):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 400, 1000])
     parser.add_argument("--collection", default=os.path.normpath(os.path.join(HERE, "..", ".cache", "collections")),
                         help="directory holding ansible_collections/aiinfra/fabric (default: this checkout's "
