@@ -35,9 +35,9 @@ def explain(op, exc):
             elif name == "ana_grpid":
                 why = "the ANA group does not exist on any port (create ports/<id>/ana_groups/<grpid>) or is out of range"
         elif parts[0] == "subsystems" and name.startswith("attr_"):
-            if name[5:] in IDENTITY_ATTRS and code == errno.EINVAL:
-                why = ("the kernel freezes serial/model/version/firmware once a host has identified the subsystem, "
-                       "or the value is invalid; to change it, remove and recreate the subsystem")
+            if (name[5:] in IDENTITY_ATTRS or name == "attr_ieee_oui") and code == errno.EINVAL:
+                why = ("the kernel freezes serial/model/version/firmware/ieee_oui once a host has identified the "
+                       "subsystem, or the value is invalid; to change it, remove and recreate the subsystem")
             elif name == "attr_allow_any_host" and code == errno.EINVAL:
                 why = "allowed_hosts is not empty; allow_any_host and allowed_hosts exclude each other"
             elif name in ("attr_cntlid_min", "attr_cntlid_max") and code == errno.EINVAL:
