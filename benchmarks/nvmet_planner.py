@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Copyright: aiinfra.fabric contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -22,6 +21,7 @@ where DIR contains ansible_collections/aiinfra/fabric, for example:
     mkdir -p /tmp/before/ansible_collections/aiinfra/fabric
     git archive <rev> plugins | tar -x -C /tmp/before/ansible_collections/aiinfra/fabric
     python3 benchmarks/nvmet_planner.py --collection /tmp/before
+    python3 benchmarks/nvmet_planner.py --compare /tmp/before   # both, side by side, with ratios
 
 Both the nvmet package (nvmet/planner.py ...) and the older single-file nvmet.py are
 supported. Timings on a shared machine vary; compare runs made one after the other.
@@ -32,8 +32,10 @@ supported. Timings on a shared machine vary; compare runs made one after the oth
 
 import argparse
 import importlib
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -119,18 +121,42 @@ def timed(fn):
     return time.perf_counter() - start, out
 
 
+def compare(before_dir, after_dir, sizes):
+    """Run the two revisions one after the other for each size; print times and before/after."""
+    print("nvmet planner, before = %s, after = %s (seconds; ratio = before / after)" % (before_dir, after_dir))
+    print("%6s %-10s %9s %9s %8s" % ("subsys", "step", "before", "after", "ratio"))
+    for n in sizes:
+        rows = {}
+        for label, directory in (("before", before_dir), ("after", after_dir)):
+            out = subprocess.run([sys.executable, os.path.abspath(__file__), "--json", "--sizes", str(n),
+                                  "--collection", directory], stdout=subprocess.PIPE, check=True).stdout
+            rows[label] = json.loads(out.decode().strip().splitlines()[-1])
+        for step in ("read", "boot", "noop", "one"):
+            b, a = rows["before"][step], rows["after"][step]
+            print("%6d %-10s %9.3f %9.3f %7.1fx" % (n, {"one": "1-change"}.get(step, step), b, a, b / a if a else 0))
+        sys.stdout.flush()
+    return 0
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 400, 1000])
     parser.add_argument("--collection", default=os.path.normpath(os.path.join(HERE, "..", ".cache", "collections")),
                         help="directory holding ansible_collections/aiinfra/fabric (default: this checkout's "
                         ".cache/collections, made by scripts/setup)")
+    parser.add_argument("--compare", metavar="DIR",
+                        help="also run DIR (an older revision laid out like --collection), size by size in fresh "
+                        "processes, and print both with the before/after ratio")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.compare:
+        return compare(args.compare, args.collection, args.sizes)
     api = load_api(args.collection)
     scratch_parent = "/dev/shm" if os.path.isdir("/dev/shm") else None
-    print("nvmet planner benchmark (%s, %s), fake tree on %s" % (api["layout"], args.collection,
-                                                                 scratch_parent or tempfile.gettempdir()))
-    print("%6s %6s %9s %9s %9s %11s %8s" % ("subsys", "ns", "read s", "boot s", "noop s", "1-change s", "boot ops"))
+    if not args.json:
+        print("nvmet planner benchmark (%s, %s), fake tree on %s" % (api["layout"], args.collection,
+                                                                     scratch_parent or tempfile.gettempdir()))
+        print("%6s %6s %9s %9s %9s %11s %8s" % ("subsys", "ns", "read s", "boot s", "noop s", "1-change s", "boot ops"))
     for n in args.sizes:
         scratch = tempfile.mkdtemp(prefix="nvmet-bench-", dir=scratch_parent)
         try:
@@ -150,7 +176,10 @@ def main(argv=None):
             doc["subsystems"][n // 2]["attr"]["model"] = "bench"
             t_one, one = timed(lambda: api["plan_document"](tree, tree.read(), doc))
             assert len(one) == 1, one
-            print("%6d %6d %9.3f %9.3f %9.3f %11.3f %8d" % (n, 4 * n, t_read, t_boot, t_noop, t_one, len(ops)))
+            if args.json:
+                print(json.dumps({"n": n, "read": t_read, "boot": t_boot, "noop": t_noop, "one": t_one}))
+            else:
+                print("%6d %6d %9.3f %9.3f %9.3f %11.3f %8d" % (n, 4 * n, t_read, t_boot, t_noop, t_one, len(ops)))
             sys.stdout.flush()
         finally:
             shutil.rmtree(scratch)

@@ -11,7 +11,9 @@ short_description: Read the whole Linux kernel NVMe-oF target (nvmet) configurat
 version_added: 0.1.0
 description:
   - Reads C(<configfs_root>/nvmet) and returns it in the nvmetcli save-file schema (hosts, ports, subsystems),
-    so it can be compared, saved or fed to C(nvmetcli restore) or the C(nvmet) module_utils' C(restore).
+    so it can be compared, saved or fed to C(nvmetcli restore) or the nvmeof_target role's C(nvmet-restore).
+  - Values are shown the way nvmetcli saves them (C(attr_serial) without the kernel's padding); ports list their
+    ANA groups with states and their referrals with addresses.
   - DH-HMAC-CHAP keys are masked as C(********).
 author:
   - aiinfra.fabric contributors (!UNKNOWN)

@@ -91,6 +91,53 @@ options:
         enabled namespace of a subsystem linked to the port is only removed with O(force=true).
     type: bool
     default: false
+  referrals:
+    description:
+      - Discovery referrals of this port (C(referrals/<name>)). Hosts asking this port's discovery controller are
+        also pointed to these addresses. Listed referrals are created when missing; a changed one is disabled,
+        rewritten and enabled again (the kernel changes a referral's address only while it is disabled).
+    type: list
+    elements: dict
+    suboptions:
+      name:
+        description: Directory name of the referral.
+        type: str
+        required: true
+      trtype:
+        description: Transport of the referred discovery service.
+        type: str
+        required: true
+        choices: [tcp, rdma, loop, fc]
+      traddr:
+        description: Its address. Required except for loop.
+        type: str
+      trsvcid:
+        description: Its service id; C(4420) when not given for tcp and rdma.
+        type: str
+      adrfam:
+        description: Address family; derived from O(referrals[].traddr) when not given.
+        type: str
+        choices: [ipv4, ipv6, ib, fc]
+      treq:
+        description: Secure channel requirement.
+        type: str
+        choices: [not specified, required, not required]
+      portid:
+        description: Port id of the referred port, 0 to 65535.
+        type: int
+      enabled:
+        description: Whether the referral is advertised.
+        type: bool
+        default: true
+  purge_referrals:
+    description: Remove the port's referrals that O(referrals) does not list.
+    type: bool
+    default: false
+  discovery_nqn:
+    description:
+      - NQN of the target's discovery subsystem (C(<configfs_root>/nvmet/discovery_nqn), Linux 6.6 and later).
+        B(Target-wide), not per port; the kernel refuses an NQN that a subsystem uses.
+    type: str
   subsystems:
     description:
       - NQNs of the subsystems linked to this port; exactly this list when given (others are unlinked).
@@ -148,6 +195,14 @@ EXAMPLES = r"""
     traddr: 10.99.0.1
     ana_groups:
       - {grpid: 2, state: optimized}
+
+- name: Refer hosts that discover on port 1 to a second target's discovery service
+  aiinfra.fabric.nvmet_port:
+    port_id: 1
+    trtype: tcp
+    traddr: 10.99.0.1
+    referrals:
+      - {name: te3, trtype: tcp, traddr: 10.99.0.3, portid: 1}
 """
 
 RETURN = r"""
@@ -188,9 +243,9 @@ port:
       type: list
       elements: str
     referrals:
-      description: Referral names.
+      description: Referrals with name, trtype, adrfam, traddr, trsvcid, treq, portid and enabled.
       type: list
-      elements: str
+      elements: dict
     ana_groups:
       description: ANA groups with their state.
       type: list
@@ -206,8 +261,14 @@ port:
     inline_data_size: -1
     params: {max_queue_size: "-1", pi_enable: "0"}
     subsystems: [nqn.2024-04.com.example:te1.target1]
-    referrals: []
+    referrals: [{name: te3, trtype: tcp, adrfam: ipv4, traddr: 10.99.0.3, trsvcid: "4420", treq: not specified,
+                 portid: "1", enabled: true}]
     ana_groups: [{grpid: 1, state: optimized}]
+discovery_nqn:
+  description: The target's discovery subsystem NQN after the run; null when the kernel has no C(discovery_nqn).
+  returned: always
+  type: str
+  sample: nqn.2014-08.org.nvmexpress.discovery
 operations:
   description: The planned operations in order, applied unless in check mode.
   returned: always
@@ -247,6 +308,18 @@ def main():
                                                 "change"]),
             )),
             purge_ana_groups=dict(type="bool", default=False),
+            referrals=dict(type="list", elements="dict", options=dict(
+                name=dict(type="str", required=True),
+                trtype=dict(type="str", required=True, choices=["tcp", "rdma", "loop", "fc"]),
+                traddr=dict(type="str"),
+                trsvcid=dict(type="str"),
+                adrfam=dict(type="str", choices=["ipv4", "ipv6", "ib", "fc"]),
+                treq=dict(type="str", choices=["not specified", "required", "not required"]),
+                portid=dict(type="int"),
+                enabled=dict(type="bool", default=True),
+            )),
+            purge_referrals=dict(type="bool", default=False),
+            discovery_nqn=dict(type="str"),
             subsystems=dict(type="list", elements="str"),
             allow_reconfigure=dict(type="bool", default=False),
             force=dict(type="bool", default=False),
@@ -270,7 +343,8 @@ def main():
     for nqn in spec.get("subsystems") or []:
         if nqn not in state["subsystems"]:
             module.warn("subsystem %s does not exist yet; a real run fails unless an earlier task creates it" % nqn)
-    apply_and_exit(module, tree, state, ops, "ports", pid, export_port, "port")
+    apply_and_exit(module, tree, state, ops, "ports", pid, export_port, "port",
+                   extra=dict(discovery_nqn=spec.get("discovery_nqn") or state.get("discovery_nqn")))
 
 
 if __name__ == "__main__":

@@ -119,7 +119,7 @@ options:
       - Other writable C(attr_*) values without the prefix, for example C(cntlid_min=1) and C(cntlid_max=100) as a dict.
         Names this kernel does not have are refused, and so are values it would refuse (C(ieee_oui) above 24 bits,
         C(qid_max) outside 1..128, C(cntlid_min) above C(cntlid_max), a controller id of 0).
-      - C(cntlid_min) and C(cntlid_max) are written in the order the change needs (raising both: max first).
+      - C(cntlid_min) and C(cntlid_max) are written in the order the change needs (when raising both, max first).
       - Changing C(qid_max) makes the kernel disconnect every controller of the subsystem, so with live
         connections it needs O(force=true).
     type: dict

@@ -13,6 +13,7 @@ import os
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.canonical import effective_inline_data_size
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import IDENTITY_ATTRS, NAMESPACE_FILES, NvmetError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.discovery import REFERRAL_FIELDS
 
 
 def explain(op, exc):
@@ -34,9 +35,9 @@ def explain(op, exc):
             elif name == "ana_grpid":
                 why = "the ANA group does not exist on any port (create ports/<id>/ana_groups/<grpid>) or is out of range"
         elif parts[0] == "subsystems" and name.startswith("attr_"):
-            if name[5:] in IDENTITY_ATTRS and code == errno.EINVAL:
-                why = ("the kernel freezes serial/model/version/firmware once a host has identified the subsystem, "
-                       "or the value is invalid; to change it, remove and recreate the subsystem")
+            if (name[5:] in IDENTITY_ATTRS or name == "attr_ieee_oui") and code == errno.EINVAL:
+                why = ("the kernel freezes serial/model/version/firmware/ieee_oui once a host has identified the "
+                       "subsystem, or the value is invalid; to change it, remove and recreate the subsystem")
             elif name == "attr_allow_any_host" and code == errno.EINVAL:
                 why = "allowed_hosts is not empty; allow_any_host and allowed_hosts exclude each other"
             elif name in ("attr_cntlid_min", "attr_cntlid_max") and code == errno.EINVAL:
@@ -119,6 +120,9 @@ def simulate(state, ops):
     for op in ops:
         parts = op.path.split("/")
         top = parts[0]
+        if top == "discovery_nqn":
+            st["discovery_nqn"] = op.value
+            continue
         key = int(parts[1]) if top == "ports" else parts[1]
         if (top, key) not in copied and key in st.get(top, {}):
             st[top][key] = copy.deepcopy(st[top][key])
@@ -174,7 +178,7 @@ def simulate(state, ops):
                 if op.kind == "mkdir":
                     st["ports"][pid] = {"port_id": pid, "adrfam": None, "traddr": None, "trsvcid": None,
                                         "trtype": None, "treq": "not specified", "tsas": None,
-                                        "inline_data_size": -1, "params": {}, "subsystems": [], "referrals": [],
+                                        "inline_data_size": -1, "params": {}, "subsystems": [], "referrals": {},
                                         "ana_groups": {1: "optimized"}}
                 else:
                     st["ports"].pop(pid, None)
@@ -198,7 +202,16 @@ def simulate(state, ops):
                 else:
                     port["subsystems"].remove(parts[3])
             elif parts[2] == "referrals":
-                port["referrals"].remove(parts[3])
+                if op.kind == "mkdir":
+                    # What the kernel shows for a new referral.
+                    port["referrals"][parts[3]] = dict((f, None) for f in REFERRAL_FIELDS)
+                    port["referrals"][parts[3]].update(treq="not specified", portid="0", enabled=False)
+                elif op.kind == "rmdir":
+                    port["referrals"].pop(parts[3], None)
+                elif parts[4] == "enable":
+                    port["referrals"][parts[3]]["enabled"] = op.value == "1"
+                else:
+                    port["referrals"][parts[3]][parts[4][5:]] = op.value
             elif parts[2] == "ana_groups":
                 if op.kind == "mkdir":
                     port["ana_groups"][int(parts[3])] = "inaccessible"

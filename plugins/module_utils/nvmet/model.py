@@ -16,6 +16,7 @@ import subprocess
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import canonical
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import HOST_FIELDS, PORT_ADDR_FIELDS, NvmetError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.discovery import REFERRAL_FIELDS
 
 
 def _read(path):
@@ -74,6 +75,7 @@ class ConfigfsTree(object):
             "hosts": dict((n, self.read_host(n)) for n in self._list("hosts")),
             "ports": dict((int(p), self.read_port(p)) for p in self._list("ports") if p.isdigit()),
             "subsystems": dict((n, self.read_subsystem(n)) for n in self._list("subsystems")),
+            "discovery_nqn": self._get("discovery_nqn"),
         }
 
     def read_one(self, section, key):
@@ -169,9 +171,15 @@ class ConfigfsTree(object):
         port["inline_data_size"] = _int_or(params.pop("inline_data_size", None))
         port["params"] = params
         port["subsystems"] = self._list(base + "/subsystems")
-        port["referrals"] = self._list(base + "/referrals")
+        port["referrals"] = dict((name, self.read_referral("%s/referrals/%s" % (base, name)))
+                                 for name in self._list(base + "/referrals"))
         port["ana_groups"] = ana
         return port
+
+    def read_referral(self, base):
+        ref = dict((f, self._get("%s/addr_%s" % (base, f)) or None) for f in REFERRAL_FIELDS)
+        ref["enabled"] = self._get(base + "/enable") == "1"
+        return ref
 
     # ---- live connections
 
@@ -353,4 +361,5 @@ def export_port(port):
         return None
     out = copy.deepcopy(port)
     out["ana_groups"] = [{"grpid": k, "state": v} for k, v in sorted(out["ana_groups"].items())]
+    out["referrals"] = [dict(ref, name=name) for name, ref in sorted(out["referrals"].items())]
     return out

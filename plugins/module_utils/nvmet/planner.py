@@ -20,6 +20,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import
     Op,
     _bool_str,
 )
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.discovery import plan_discovery_nqn, plan_referrals
 
 
 def _conn_count(conns, key, value):
@@ -262,6 +263,7 @@ def plan_port(state, spec, conns=None, force=False, allow_reconfigure=False, mis
         ops.append(Op("rmdir", rel))
         return ops
 
+    ops.extend(plan_discovery_nqn(state, spec.get("discovery_nqn")))
     for nqn in spec.get("subsystems") or []:
         if nqn not in state["subsystems"] and not missing_ok:
             raise NvmetError("subsystems: %s does not exist under %s; create it first (aiinfra.fabric.nvmet_subsystem)"
@@ -270,7 +272,7 @@ def plan_port(state, spec, conns=None, force=False, allow_reconfigure=False, mis
         ops.append(Op("mkdir", rel))
         cur = {"port_id": pid, "adrfam": None, "traddr": None, "trsvcid": None, "trtype": None,
                "treq": None, "tsas": None, "inline_data_size": None, "params": {}, "subsystems": [],
-               "referrals": [], "ana_groups": {1: "optimized"}}
+               "referrals": {}, "ana_groups": {1: "optimized"}}
     settings = []
     for field in PORT_WRITE_ORDER:
         want = spec.get(field)
@@ -320,6 +322,7 @@ def plan_port(state, spec, conns=None, force=False, allow_reconfigure=False, mis
             linked.remove(nqn)
     ops.extend(settings)
     ops.extend(_plan_ana_groups(state, spec, cur, rel, force))
+    ops.extend(plan_referrals(spec, cur, rel))
     for nqn in want_links:
         if nqn not in linked:
             ops.append(Op("link", "%s/subsystems/%s" % (rel, nqn), target="subsystems/" + nqn))

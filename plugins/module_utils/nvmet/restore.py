@@ -8,10 +8,10 @@ The nvmeof_target role copies this package to the target under
 entry script (roles/nvmeof_target/files/nvmet-restore) puts <libexec>/lib on sys.path
 and calls :func:`main`:
 
-    nvmet-restore restore /etc/nvmet/config.json          # apply the file
-    nvmet-restore restore --check /etc/nvmet/config.json  # print the plan only
-    nvmet-restore clear /etc/nvmet/config.json            # take down what the file lists
-    nvmet-restore save                                    # print the current tree
+    python3 nvmet-restore restore /etc/nvmet/config.json          # apply the file
+    python3 nvmet-restore restore --check /etc/nvmet/config.json  # print the plan only
+    python3 nvmet-restore clear /etc/nvmet/config.json            # take down what the file lists
+    python3 nvmet-restore save                                    # print the current tree
 
 The save-file format is nvmetcli's JSON schema (hosts, ports, subsystems). Unlike
 ``nvmetcli restore`` it does not wipe the target first: it plans the difference between

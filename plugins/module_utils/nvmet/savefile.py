@@ -20,6 +20,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import
     PORT_ADDR_FIELDS,
     NvmetError,
 )
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.discovery import REFERRAL_FIELDS
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.model import ConfigfsTree
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.planner import plan_host, plan_port, plan_subsystem
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate import (
@@ -60,7 +61,9 @@ def to_savefile(state, mask_keys=True):
             "addr": addr,
             "param": param,
             "subsystems": list(p["subsystems"]),
-            "referrals": [{"name": r} for r in p["referrals"]],
+            "referrals": [{"name": name, "enable": 1 if ref["enabled"] else 0,
+                           "addr": dict((f, ref[f] or "") for f in REFERRAL_FIELDS)}
+                          for name, ref in sorted(p["referrals"].items())],
             "ana_groups": [{"grpid": g, "ana": {"state": s}} for g, s in sorted(p["ana_groups"].items())],
         })
     subsystems = []
@@ -157,6 +160,10 @@ def from_savefile(doc):
         spec["params"] = param
         spec["ana_groups"] = [{"grpid": g.get("grpid"), "state": (g.get("ana") or {}).get("state")}
                               for g in p.get("ana_groups") or []]
+        spec["referrals"] = [dict([("name", r.get("name")), ("enabled", str(r.get("enable", 1)) == "1")]
+                                  + [(f, (r.get("addr") or {}).get(f)) for f in REFERRAL_FIELDS
+                                     if (r.get("addr") or {}).get(f) not in (None, "")])
+                             for r in p.get("referrals") or []]
         ports.append(spec)
     return {"hosts": hosts, "subsystems": subsystems, "ports": ports}
 

@@ -35,6 +35,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import
     _NQN_UUID_PREFIX,
     _UUID_RE,
 )
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.discovery import normalize_referrals, validate_discovery_nqn
 
 
 def validate_nqn(value, param="nqn"):
@@ -309,6 +310,9 @@ def normalize_port(spec, sysfs_root="/sys"):
             raise NvmetError("%s.state: %r is not one of %s" % (p, state, ", ".join(canonical.ANA_STATES)))
         groups.append({"grpid": grpid, "state": state})
     s["ana_groups"] = groups
+    s["referrals"] = normalize_referrals(s.get("referrals"), _check_int, validate_traddr, derive_adrfam)
+    if s.get("discovery_nqn") is not None:
+        validate_discovery_nqn(s["discovery_nqn"])
     for i, nqn in enumerate(s.get("subsystems") or []):
         validate_nqn(nqn, "subsystems[%d]" % i)
     if s.get("subsystems") is not None and len(set(s["subsystems"])) != len(s["subsystems"]):

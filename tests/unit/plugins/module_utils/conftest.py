@@ -22,4 +22,3 @@ def backing(tmp_path):
     path2 = tmp_path / "disk2.img"
     path2.write_bytes(b"")
     return str(path), str(path2)
-

@@ -202,3 +202,58 @@ def test_save_file_ana_group_states_are_restored(root, backing):
     restore_document(doc, tree=tree)
     assert tree.read()["ports"][1]["ana_groups"] == {1: "persistent-loss", 2: "change"}
     assert restore_document(doc, tree=tree) == []
+
+
+# --------------------------------------------------------------------------- referrals and discovery_nqn
+
+
+REF = {"name": "dc2", "trtype": "tcp", "traddr": "10.99.0.2", "portid": 1}
+
+
+def test_referral_created_then_changed_with_disable_write_enable(root):
+    exposed(root)
+    tree = EmulatedTree(root)
+    want = port(root, referrals=[REF])
+    plan = plan_port(tree.read(), want, QUIET)
+    r = "ports/1/referrals/dc2"
+    assert texts(plan) == ["mkdir " + r, "write %s/addr_trtype = tcp" % r, "write %s/addr_adrfam = ipv4" % r,
+                           "write %s/addr_traddr = 10.99.0.2" % r, "write %s/addr_trsvcid = 4420" % r,
+                           "write %s/addr_portid = 1" % r, "write %s/enable = 1" % r]
+    predicted = simulate(tree.read(), plan)["ports"][1]["referrals"]
+    apply_plan(tree, plan)
+    assert tree.read()["ports"][1]["referrals"] == predicted
+    assert predicted["dc2"]["traddr"] == "10.99.0.2" and predicted["dc2"]["enabled"] is True
+    assert plan_port(tree.read(), want, QUIET) == []
+    moved = port(root, referrals=[dict(REF, traddr="10.99.0.3")])
+    assert texts(plan_port(tree.read(), moved, QUIET)) == [
+        "write %s/enable = 0" % r, "write %s/addr_traddr = 10.99.0.3" % r, "write %s/enable = 1" % r]
+    # Unlisted referrals stay unless purged.
+    assert plan_port(tree.read(), port(root), QUIET) == []
+    assert texts(plan_port(tree.read(), port(root, purge_referrals=True), QUIET)) == ["rmdir " + r]
+
+
+@pytest.mark.parametrize("ref,fragment", [
+    (dict(REF, name="a/b"), "referrals\\[0\\].name: 'a/b' is not a directory name"),
+    (dict(REF, trtype="ib"), "referrals\\[0\\].trtype: 'ib' is not one of"),
+    (dict(REF, traddr="host.example"), "adrfam: None is not one of"),
+    (dict(REF, portid=70000), "referrals\\[0\\].portid: 70000 is out of range"),
+])
+def test_referral_input_errors(root, ref, fragment):
+    with pytest.raises(NvmetError, match=fragment):
+        port(root, referrals=[ref])
+
+
+def test_discovery_nqn_is_planned_and_refused_when_a_subsystem_has_it(root):
+    exposed(root)
+    write(os.path.join(root, "nvmet", "discovery_nqn"), "nqn.2014-08.org.nvmexpress.discovery")
+    tree = EmulatedTree(root)
+    want = port(root, discovery_nqn="nqn.2024-04.io.aiinfra.lab:discovery")
+    plan = plan_port(tree.read(), want, QUIET)
+    assert texts(plan) == ["write discovery_nqn = nqn.2024-04.io.aiinfra.lab:discovery"]
+    assert simulate(tree.read(), plan)["discovery_nqn"] == "nqn.2024-04.io.aiinfra.lab:discovery"
+    apply_plan(tree, plan)
+    assert plan_port(tree.read(), want, QUIET) == []
+    with pytest.raises(NvmetError, match="is the NQN of a subsystem"):
+        plan_port(tree.read(), port(root, discovery_nqn=SUB), QUIET)
+    with pytest.raises(NvmetError, match="is not an NQN"):
+        port(root, discovery_nqn="discovery")
