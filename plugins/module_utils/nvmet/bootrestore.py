@@ -10,8 +10,8 @@ skipped and reported with the reason: a namespace whose device or file is missin
 that has none, a subsystem whose name is not an NQN, a host whose key is masked, a
 port whose transport module does not load, an object the kernel refused. A subsystem
 that failed part way is not linked to any port, so it is never exported half made.
-Content of the file this restorer does not apply at all (passthru, referrals,
-reservations, unknown keys) is listed as not restored.
+Content of the file this restorer does not apply at all (passthru, reservations,
+discovery_nqn and other unknown keys) is listed as not restored.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def unsupported_content(doc):
     """What the document holds that this restorer does not apply, as [{object, reason}].
 
     Defaults nvmetcli writes for every object (an empty or disabled passthru, resv
-    enable 0, no referrals) lose nothing and are not listed.
+    enable 0) lose nothing and are not listed.
     """
     out = []
     _extra_keys(doc, "top", "", out)
@@ -88,8 +88,6 @@ def unsupported_content(doc):
     for p in doc.get("ports") or []:
         base = "ports/%s/" % p.get("portid")
         _extra_keys(p, "port", base, out)
-        for r in p.get("referrals") or []:
-            out.append({"object": base + "referrals/%s" % r.get("name"), "reason": "referrals are not restored"})
     return out
 
 

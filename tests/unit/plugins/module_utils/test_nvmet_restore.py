@@ -231,14 +231,12 @@ def test_unsupported_content_is_reported_never_dropped(root, files):
                           dict(subsystem(SUB2, [], allow_any="1"),
                                passthru=[{"device": {"path": "/dev/nvme0"}, "enable": 1, "clear_ids": 1,
                                           "admin_timeout": 0, "io_timeout": 0}])],
-           "ports": [port(1, [SUB], referrals=[{"name": "r1", "enable": 1,
-                                                "addr": dict(TCP_ADDR, traddr="10.99.0.9")}])]}
+           "ports": [port(1, [SUB])]}
     tree, result = run(root, doc)
     objects = dict((s["object"], s["reason"]) for s in result["not_restored"])
     assert "discovery_nqn" in objects
     assert "passthru" in objects["subsystems/%s/passthru" % SUB2]
     assert "reservation" in objects["subsystems/%s/namespaces/1/resv" % SUB]
-    assert "ports/1/referrals/r1" in objects
     assert result["status"] == "partial"
     # Everything else is there.
     state = tree.read()
@@ -268,6 +266,15 @@ def test_passthru_subsystem_is_saved_and_reported_not_restored(root, files):
         {"object": "subsystems/%s/passthru" % SUB2,
          "reason": "passthru subsystems (device /dev/nvme0) are not restored by this restorer; restore them with "
                    "nvmetcli"}]
+
+
+def test_referrals_restore(root, files):
+    referral = {"name": "r1", "enable": 1, "addr": {"adrfam": "ipv4", "portid": "2", "traddr": "10.99.0.9",
+                                                    "treq": "not specified", "trsvcid": "4420", "trtype": "tcp"}}
+    doc = {"subsystems": [subsystem(SUB, [files[0]], allow_any="1")], "ports": [port(1, [SUB], referrals=[referral])]}
+    tree, result = run(root, doc)
+    assert result["status"] == "complete", result
+    assert "r1" in tree.read()["ports"][1]["referrals"]
 
 
 def test_default_referral_resv_and_passthru_entries_are_not_reported(root, files):
