@@ -58,6 +58,9 @@ def _restore(args, tree):
     prefix = "would " if args.check else ""
     for line in result["applied"]:
         sys.stdout.write(prefix + line + "\n")
+    # Under systemd stdout is a pipe (block-buffered): flush, so the journal keeps the
+    # operations before the skip report and the summary.
+    sys.stdout.flush()
     for item in result["skipped"]:
         sys.stderr.write("skipped %s: %s\n" % (item["object"], item["reason"]))
     for item in result["not_restored"]:
