@@ -112,16 +112,11 @@ operations:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import (
-    HOST_KEY_FIELDS,
-    ConfigfsTree,
-    NvmetError,
-    check_configfs,
-    masked_host,
-    normalize_host,
-    plan_host,
-)
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet_result import apply_and_exit
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import HOST_KEY_FIELDS, NvmetError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.model import ConfigfsTree, masked_host
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.planner import plan_host
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.result import apply_and_exit
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate import check_configfs, normalize_host
 
 
 def _diff_view(host, changed_keys):

@@ -11,7 +11,9 @@ short_description: Read the whole Linux kernel NVMe-oF target (nvmet) configurat
 version_added: 0.1.0
 description:
   - Reads C(<configfs_root>/nvmet) and returns it in the nvmetcli save-file schema (hosts, ports, subsystems),
-    so it can be compared, saved or fed to C(nvmetcli restore) or the C(nvmet) module_utils' C(restore).
+    so it can be compared, saved or fed to C(nvmetcli restore) or the nvmeof_target role's C(nvmet-restore).
+  - Values are shown the way nvmetcli saves them (C(attr_serial) without the kernel's padding); ports list their
+    ANA groups with states and their referrals with addresses.
   - DH-HMAC-CHAP keys are masked as C(********).
 author:
   - aiinfra.fabric contributors (!UNKNOWN)
@@ -93,12 +95,10 @@ nvmet:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import (
-    ConfigfsTree,
-    NvmetError,
-    check_configfs,
-    to_savefile,
-)
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import NvmetError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.model import ConfigfsTree
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import to_savefile
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate import check_configfs
 
 
 def main():

@@ -17,9 +17,11 @@ description:
     O(namespaces[].buffered_io) change only while it is disabled; the module disables it, writes and re-enables it.
   - C(attr_allow_any_host) and C(allowed_hosts) links exclude each other in the kernel; the module orders the
     change so that the switch works in either direction.
-  - The kernel freezes O(serial), O(model), O(version) and O(firmware) once a host has identified the subsystem.
-    The module writes these first, so when the kernel refuses nothing else has been changed; recreate the
-    subsystem to change them.
+  - The kernel freezes O(serial), O(model), O(version), O(firmware) and C(ieee_oui) once a host has identified the
+    subsystem. The module writes these first, so when the kernel refuses nothing else has been changed; recreate
+    the subsystem to change them. Values are compared in the form the kernel shows them (serial padding stripped,
+    C(2.0.0) as C(2.0), C(ieee_oui) as lower-case hex, integers in decimal), so an equal value is never written
+    again.
   - Removing the subsystem, removing, disabling or re-pointing a namespace, or removing allowed hosts of a
     subsystem linked to a port with live connections needs O(force=true). See O(force) for how connections are
     detected.
@@ -87,7 +89,11 @@ options:
         description: Namespace globally unique id, 32 hex digits (dashes optional).
         type: str
       ana_grpid:
-        description: ANA group id, 1 to 128. Groups other than 1 must exist under some port's C(ana_groups).
+        description:
+          - ANA group id, 1 to 128. A group is C(inaccessible) on every port that does not define it with an
+            accessible state (M(aiinfra.fabric.nvmet_port) O(aiinfra.fabric.nvmet_port#module:ana_groups)).
+          - Moving an enabled namespace of a subsystem linked to a port into a group that is not C(optimized) or
+            C(non-optimized) on every such port cuts its I/O there, so it needs O(force=true).
         type: int
       buffered_io:
         description: Use buffered I/O for a file-backed namespace.
@@ -111,7 +117,11 @@ options:
   attributes:
     description:
       - Other writable C(attr_*) values without the prefix, for example C(cntlid_min=1) and C(cntlid_max=100) as a dict.
-        Names this kernel does not have are refused.
+        Names this kernel does not have are refused, and so are values it would refuse (C(ieee_oui) above 24 bits,
+        C(qid_max) outside 1..128, C(cntlid_min) above C(cntlid_max), a controller id of 0).
+      - C(cntlid_min) and C(cntlid_max) are written in the order the change needs (when raising both, max first).
+      - Changing C(qid_max) makes the kernel disconnect every controller of the subsystem, so with live
+        connections it needs O(force=true).
     type: dict
     default: {}
   force:
@@ -131,7 +141,7 @@ options:
 notes:
   - Needs the C(nvmet) kernel module loaded (C(<configfs_root>/nvmet) must exist).
   - The domain logic lives in the C(nvmet) module_utils, which has no Ansible dependency and can restore an
-    nvmetcli save file on its own (C(python3 nvmet.py restore FILE)).
+    nvmetcli save file on its own (C(nvmet-restore restore FILE), installed by the nvmeof_target role).
 seealso:
   - module: aiinfra.fabric.nvmet_port
   - module: aiinfra.fabric.nvmet_host
@@ -182,7 +192,13 @@ subsystem:
       type: list
       elements: dict
     attributes:
-      description: The other C(attr_*) values without prefix (serial, model, version, firmware, cntlid_min, ...).
+      description:
+        - The other C(attr_*) values without prefix (serial, model, version, firmware, cntlid_min, ...), in the form
+          the kernel shows them (serial without its padding).
+      type: dict
+    passthru:
+      description: For a passthru subsystem, its controller (C(device_path)) and whether it is enabled; else null.
+        Passthru subsystems are reported, not managed (namespaces for them are refused).
       type: dict
   sample:
     nqn: nqn.2024-04.com.example:te1.target1
@@ -206,15 +222,11 @@ operations:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import (
-    ConfigfsTree,
-    NvmetError,
-    check_configfs,
-    export_subsystem,
-    normalize_subsystem,
-    plan_subsystem,
-)
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet_result import apply_and_exit
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import NvmetError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.model import ConfigfsTree, export_subsystem
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.planner import plan_subsystem
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.result import apply_and_exit
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate import check_configfs, normalize_subsystem
 
 
 def main():

@@ -38,6 +38,14 @@ def test_configfs_layout(te1, hostnqn):
     assert te1.check_output("cat %s/namespaces/2/device_nguid", sub) == "01234567-89ab-cdef-0123-456789abcdef"
     assert te1.check_output("cat %s/attr_allow_any_host", sub) == "0"
     assert te1.check_output("cat %s/attr_model", sub) == "aiinfra-lab"
+    # What the kernel shows for serial abc, version 2.0.0, ieee_oui 0xABCDEF (converge
+    # and idempotence passed with these): padded, canonical, lower case.
+    assert te1.check_output("cat %s/attr_serial | tr ' ' _", sub) == "abc" + "_" * 17
+    assert te1.check_output("cat %s/attr_version", sub) == "2.0"
+    assert te1.check_output("cat %s/attr_ieee_oui", sub) == "0xabcdef"
+    assert te1.check_output("cat %s/ports/1/param_inline_data_size", CFS) == "16384"
+    assert te1.check_output("cat %s/ports/1/ana_groups/1/ana_state", CFS) == "optimized"
+    assert te1.check_output("cat %s/ports/1/ana_groups/2/ana_state", CFS) == "non-optimized"
     assert te1.check_output("ls %s/allowed_hosts", sub).split() == [hostnqn]
     assert te1.check_output("cat %s/hosts/%s/dhchap_dhgroup", CFS, hostnqn) == "ffdhe2048"
     for port, trtype in (("1", "tcp"), ("2", "rdma")):

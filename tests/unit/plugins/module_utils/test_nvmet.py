@@ -1,164 +1,47 @@
-"""Unit tests for plugins/module_utils/nvmet.py: validators, planner, model, applier.
+"""Unit tests for the plugins/module_utils/nvmet package: validators, planner, model, applier.
 
 The model tests read a temporary directory laid out like the nvmet configfs tree of
 Debian's 6.12.117 kernel (file names and default values copied from the lab VM te1).
 That tree is a FAKE: a plain directory cannot emulate configfs semantics - mkdir that
 auto-creates attribute files and child groups, symlinks that enable a port, writes the
-kernel refuses with EBUSY/EACCES/EINVAL. Where a test needs some of that, the
-``EmulatedTree`` below adds it by hand and says so. The real semantics are proven
+kernel refuses with EBUSY/EACCES/EINVAL. ``EmulatedTree`` (nvmet_fake.py) adds by
+hand what the 6.12 kernel does for the operations the planner issues. The real semantics are proven
 on the real kernel by molecule/nvmet_modules.
 """
 
-import base64
 import errno
 import json
 import os
-import zlib
 
 import pytest
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils import nvmet
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import (
-    ConfigfsTree,
-    NvmetError,
-    Op,
-    apply_plan,
-    from_savefile,
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import applier, restore, savefile
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.applier import apply_plan, simulate
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import NvmetError, Op
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.model import ConfigfsTree
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.planner import plan_host, plan_port, plan_subsystem
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import from_savefile, to_savefile
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate import (
     normalize_host,
     normalize_port,
     normalize_subsystem,
-    plan_host,
-    plan_port,
-    plan_subsystem,
-    simulate,
-    to_savefile,
     validate_dhchap_key,
     validate_nqn,
 )
 
-SUB = "nqn.2024-04.io.aiinfra.lab:te1.modules"
-HOST = "nqn.2014-08.org.nvmexpress:uuid:6d4104d1-02ff-4b25-86c0-e09cdeb71663"
-HOST2 = "nqn.2014-08.org.nvmexpress:uuid:00000000-1111-2222-3333-444444444444"
-
-
-def make_key(size=32, transform=1, corrupt=False):
-    raw = bytes(range(size))
-    crc = zlib.crc32(raw).to_bytes(4, "little")
-    if corrupt:
-        crc = bytes([crc[0] ^ 1]) + crc[1:]
-    return "DHHC-1:%02d:%s:" % (transform, base64.b64encode(raw + crc).decode())
-
-
-# --------------------------------------------------------------------------- fake tree
-
-
-def write(path, value):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        f.write(value + "\n")
-
-
-def fake_subsystem(root, nqn, allow_any="0", serial="7261cd9a61165179a56a"):
-    base = os.path.join(root, "nvmet", "subsystems", nqn)
-    for name, value in (("allow_any_host", allow_any), ("cntlid_max", "65519"), ("cntlid_min", "1"),
-                        ("firmware", "6.12.117"), ("ieee_oui", "0x000000"), ("model", "Linux"),
-                        ("pi_enable", "0"), ("qid_max", "128"), ("serial", serial), ("version", "1.3")):
-        write(os.path.join(base, "attr_" + name), value)
-    os.makedirs(os.path.join(base, "allowed_hosts"), exist_ok=True)
-    os.makedirs(os.path.join(base, "namespaces"), exist_ok=True)
-    os.makedirs(os.path.join(base, "passthru"), exist_ok=True)
-    return base
-
-
-def fake_namespace(root, nqn, nsid, path="(null)", enable="0", uuid="c1dcff13-cbcf-44e6-997c-ee94dc0b42e3"):
-    base = os.path.join(root, "nvmet", "subsystems", nqn, "namespaces", str(nsid))
-    for name, value in (("ana_grpid", "1"), ("buffered_io", "0"),
-                        ("device_nguid", "00000000-0000-0000-0000-000000000000"), ("device_path", path),
-                        ("device_uuid", uuid), ("enable", enable)):
-        write(os.path.join(base, name), value)
-    return base
-
-
-def fake_port(root, pid, trtype="", traddr="", trsvcid="", adrfam="", tsas=""):
-    base = os.path.join(root, "nvmet", "ports", str(pid))
-    for name, value in (("addr_adrfam", adrfam), ("addr_traddr", traddr), ("addr_treq", "not specified"),
-                        ("addr_trsvcid", trsvcid), ("addr_trtype", trtype), ("addr_tsas", tsas),
-                        ("param_inline_data_size", "-1"), ("param_max_queue_size", "-1"), ("param_pi_enable", "0")):
-        write(os.path.join(base, name), value)
-    write(os.path.join(base, "ana_groups", "1", "ana_state"), "optimized")
-    os.makedirs(os.path.join(base, "subsystems"), exist_ok=True)
-    os.makedirs(os.path.join(base, "referrals"), exist_ok=True)
-    return base
-
-
-def fake_host(root, nqn, key=""):
-    base = os.path.join(root, "nvmet", "hosts", nqn)
-    for name, value in (("dhchap_ctrl_key", ""), ("dhchap_dhgroup", "null"), ("dhchap_hash", "hmac(sha256)"),
-                        ("dhchap_key", key)):
-        write(os.path.join(base, name), value)
-    return base
-
-
-def link(root, src_rel, dst_rel):
-    os.symlink(os.path.join(root, "nvmet", src_rel), os.path.join(root, "nvmet", dst_rel))
-
-
-class EmulatedTree(ConfigfsTree):
-    """FAKE configfs: mkdir populates the defaults the kernel would create; writes
-    replace the file. Kernel refusals are not emulated, except where a test passes
-    ``refuse={relpath: errno}``."""
-
-    def __init__(self, root, refuse=None, **kw):
-        kw.setdefault("sysfs_root", os.path.join(root, "sys"))
-        kw.setdefault("proc_root", os.path.join(root, "proc"))
-        kw.setdefault("debugfs_root", os.path.join(root, "debug"))
-        kw.setdefault("run_command", lambda argv: "[]")
-        super().__init__(root, **kw)
-        self.refuse = refuse or {}
-        self.done = []
-
-    def do(self, op):
-        if op.path in self.refuse:
-            raise OSError(self.refuse[op.path], os.strerror(self.refuse[op.path]))
-        parts = op.path.split("/")
-        if op.kind == "mkdir":
-            if parts[0] == "subsystems" and len(parts) == 2:
-                fake_subsystem(self.root, parts[1])
-            elif parts[0] == "subsystems" and parts[2] == "namespaces":
-                fake_namespace(self.root, parts[1], parts[3])
-            elif parts[0] == "ports":
-                fake_port(self.root, parts[1])
-            elif parts[0] == "hosts":
-                fake_host(self.root, parts[1])
-            else:
-                super().do(op)
-        elif op.kind == "rmdir":
-            import shutil
-            shutil.rmtree(self.path(op.path))
-        elif op.kind == "write":
-            write(self.path(op.path), str(op.value))
-        else:
-            super().do(op)
-        self.done.append(op.text())
-
-
-@pytest.fixture
-def root(tmp_path):
-    os.makedirs(str(tmp_path / "nvmet" / "subsystems"))
-    os.makedirs(str(tmp_path / "nvmet" / "ports"))
-    os.makedirs(str(tmp_path / "nvmet" / "hosts"))
-    for mod in ("nvmet", "nvmet_tcp", "nvmet_rdma"):
-        os.makedirs(str(tmp_path / "sys" / "module" / mod))
-    return str(tmp_path)
-
-
-@pytest.fixture
-def backing(tmp_path):
-    path = tmp_path / "disk1.img"
-    path.write_bytes(b"")
-    path2 = tmp_path / "disk2.img"
-    path2.write_bytes(b"")
-    return str(path), str(path2)
+from nvmet_fake import (  # tests/unit/plugins/module_utils/nvmet_fake.py
+    HOST,
+    HOST2,
+    SUB,
+    EmulatedTree,
+    fake_host,
+    fake_namespace,
+    fake_port,
+    fake_subsystem,
+    link,
+    make_key,
+    write,
+)
 
 
 def empty_state():
@@ -352,10 +235,10 @@ def test_savefile_masks_keys_and_round_trips(root):
     assert masked["subsystems"][0]["namespaces"][0]["device"]["path"] == "/var/lib/nvmet-lab/disk1.img"
     assert masked["ports"][0]["addr"]["trtype"] == "tcp"
     # A masked document restores onto the same state as a no-op: masked keys are not written.
-    assert nvmet.plan_document(tree, state, masked, check_paths=False) == []
+    assert savefile.plan_document(tree, state, masked, check_paths=False) == []
     # The same with clear keys, after a JSON round trip.
     clear = json.loads(json.dumps(to_savefile(state, mask_keys=False)))
-    assert nvmet.plan_document(tree, state, clear, check_paths=False) == []
+    assert savefile.plan_document(tree, state, clear, check_paths=False) == []
 
 
 def test_restore_builds_from_nothing_in_order(root, backing):
@@ -368,15 +251,15 @@ def test_restore_builds_from_nothing_in_order(root, backing):
                         "namespaces": [{"nsid": 1, "enable": 1, "device": {"path": backing[0]}}]}],
     }
     tree = EmulatedTree(root)
-    planned = nvmet.restore_document(doc, check=True, tree=tree)
+    planned = savefile.restore_document(doc, check=True, tree=tree)
     assert tree.done == []
     assert planned[0] == "mkdir hosts/" + HOST
     assert "write hosts/%s/dhchap_key = ********" % HOST in planned
     assert planned.index("mkdir subsystems/" + SUB) < planned.index("mkdir ports/1")
     assert planned[-1] == "link ports/1/subsystems/%s -> subsystems/%s" % (SUB, SUB)
-    applied = nvmet.restore_document(doc, tree=tree)
+    applied = savefile.restore_document(doc, tree=tree)
     assert applied == planned
-    assert nvmet.restore_document(doc, tree=tree) == []
+    assert savefile.restore_document(doc, tree=tree) == []
 
 
 def test_clear_removes_only_what_the_document_lists_ports_first(root, backing):
@@ -392,24 +275,24 @@ def test_clear_removes_only_what_the_document_lists_ports_first(root, backing):
     other = {"subsystems": [{"nqn": sub2, "attr": {"allow_any_host": "1"},
                              "namespaces": [{"nsid": 1, "enable": 0, "device": {"path": backing[1]}}]}]}
     tree = EmulatedTree(root)
-    nvmet.restore_document(doc, tree=tree)
-    nvmet.restore_document(other, tree=tree)
-    planned = nvmet.clear_document(doc, check=True, tree=tree)
+    savefile.restore_document(doc, tree=tree)
+    savefile.restore_document(other, tree=tree)
+    planned = savefile.clear_document(doc, check=True, tree=tree)
     assert planned[:2] == ["unlink ports/1/subsystems/" + SUB, "rmdir ports/1"]
     assert planned[-1] == "rmdir hosts/" + HOST
     assert planned.index("rmdir subsystems/" + SUB) < planned.index("rmdir hosts/" + HOST)
-    assert nvmet.clear_document(doc, tree=tree) == planned
+    assert savefile.clear_document(doc, tree=tree) == planned
     state = tree.read()
     assert list(state["subsystems"]) == [sub2]
     assert state["ports"] == {} and state["hosts"] == {}
-    assert nvmet.clear_document(doc, tree=tree) == []
+    assert savefile.clear_document(doc, tree=tree) == []
 
 
 def test_main_clear_without_file_or_nvmet_is_nothing_to_do(tmp_path, capsys):
-    assert nvmet.main(["--configfs-root", str(tmp_path), "clear", str(tmp_path / "missing.json")]) == 0
+    assert restore.main(["--configfs-root", str(tmp_path), "clear", str(tmp_path / "missing.json")]) == 0
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"hosts": [{"nqn": HOST}]}))
-    assert nvmet.main(["--configfs-root", str(tmp_path), "clear", str(path)]) == 0
+    assert restore.main(["--configfs-root", str(tmp_path), "clear", str(path)]) == 0
     assert capsys.readouterr().out == ""
 
 
@@ -418,7 +301,7 @@ def test_main_restore_cli(root, backing, tmp_path, capsys):
                            "namespaces": [{"nsid": 1, "enable": 0, "device": {"path": backing[0]}}]}]}
     path = tmp_path / "config.json"
     path.write_text(json.dumps(doc))
-    assert nvmet.main(["--configfs-root", root, "restore", "--check", str(path)]) == 0
+    assert restore.main(["--configfs-root", root, "restore", "--check", str(path)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "would mkdir subsystems/" + SUB
     assert not os.path.exists(os.path.join(root, "nvmet", "subsystems", SUB))
@@ -429,10 +312,10 @@ def test_main_save_output_writes_keys_privately_and_only_on_change(root, tmp_pat
     fake_host(root, HOST, key=key)
     out = tmp_path / "etc" / "nvmet" / "config.json"
     args = ["--configfs-root", root, "save", "--output", str(out)]
-    assert nvmet.main(args + ["--check"]) == 0
+    assert restore.main(args + ["--check"]) == 0
     assert capsys.readouterr().out == "would write\n"
     assert not out.exists()
-    assert nvmet.main(args) == 0
+    assert restore.main(args) == 0
     printed = capsys.readouterr().out
     assert printed == "written\n"
     assert key not in printed
@@ -441,7 +324,7 @@ def test_main_save_output_writes_keys_privately_and_only_on_change(root, tmp_pat
     doc = json.loads(out.read_text())
     assert doc["hosts"] == [{"nqn": HOST, "dhchap": {"key": key, "hash": "hmac(sha256)", "dhgroup": "null"}}]
     mtime = os.stat(str(out)).st_mtime_ns
-    assert nvmet.main(args) == 0
+    assert restore.main(args) == 0
     assert capsys.readouterr().out == "unchanged\n"
     assert os.stat(str(out)).st_mtime_ns == mtime
     assert [p.name for p in out.parent.iterdir()] == ["config.json"]
@@ -450,24 +333,50 @@ def test_main_save_output_writes_keys_privately_and_only_on_change(root, tmp_pat
 def test_main_save_output_removes_the_file_only_when_nothing_is_left(root, tmp_path, capsys):
     out = tmp_path / "config.json"
     args = ["--configfs-root", root, "save", "--output", str(out), "--remove-when-empty"]
-    assert nvmet.main(args) == 0
+    assert restore.main(args) == 0
     assert capsys.readouterr().out == "absent\n"
     assert not out.exists()
     fake_host(root, HOST)
-    assert nvmet.main(args) == 0
+    assert restore.main(args) == 0
     assert capsys.readouterr().out == "written\n"
     os.rename(os.path.join(root, "nvmet", "hosts", HOST), os.path.join(root, "gone"))
-    assert nvmet.main(args + ["--check"]) == 0
+    assert restore.main(args + ["--check"]) == 0
     assert capsys.readouterr().out == "would remove\n"
     assert out.exists()
-    assert nvmet.main(args) == 0
+    assert restore.main(args) == 0
     assert capsys.readouterr().out == "removed\n"
     assert not out.exists()
 
 
 def test_main_reports_missing_configfs(tmp_path, capsys):
-    assert nvmet.main(["--configfs-root", str(tmp_path), "save"]) == 1
+    assert restore.main(["--configfs-root", str(tmp_path), "save"]) == 1
     assert "load the nvmet kernel module" in capsys.readouterr().err
+
+
+def test_restorer_runs_standalone_as_the_role_installs_it(root):
+    """The role copies the package and roles/nvmeof_target/files/nvmet-restore to the target;
+    run that layout with an isolated interpreter (-I -S: no PYTHONPATH, no site-packages,
+    so no Ansible) to prove the restorer needs only the standard library."""
+    import glob
+    import shutil
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    collection = os.path.normpath(os.path.join(here, "..", "..", "..", ".."))
+    libexec = os.path.join(root, "libexec")
+    pkg = os.path.join(libexec, "lib", "ansible_collections", "aiinfra", "fabric", "plugins", "module_utils", "nvmet")
+    os.makedirs(pkg)
+    for src in glob.glob(os.path.join(collection, "plugins", "module_utils", "nvmet", "*.py")):
+        shutil.copy(src, pkg)
+    entry = os.path.join(libexec, "nvmet-restore")
+    shutil.copy(os.path.join(collection, "roles", "nvmeof_target", "files", "nvmet-restore"), entry)
+    fake_host(root, HOST)
+    proc = subprocess.run([sys.executable, "-I", "-S", entry, "--configfs-root", root, "save"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=libexec, check=False)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert json.loads(proc.stdout.decode())["hosts"] == [
+        {"nqn": HOST, "dhchap": {"hash": "hmac(sha256)", "dhgroup": "null"}}]
 
 
 # --------------------------------------------------------------------------- connections
@@ -605,10 +514,20 @@ def test_disabled_namespace_is_changed_without_toggling():
         "write %s/device_path = /d2" % ns1, "write %s/buffered_io = 1" % ns1]
 
 
-def test_ana_grpid_changes_online():
+def test_ana_grpid_change_into_an_inaccessible_group_needs_force():
+    """Issue 14: group 2 is not defined on port 1, so it is inaccessible there; before the
+    fix the move was planned without a word and cut the namespace's I/O."""
     spec = sub_spec(allowed_hosts=[HOST], namespaces=[dict(NS[0], ana_grpid=2), NS[1]])
-    assert texts(plan_subsystem(linked_state(), spec, BUSY)) == [
-        "write subsystems/%s/namespaces/1/ana_grpid = 2" % SUB]
+    with pytest.raises(NvmetError, match=r"moving it to ANA group 2 cuts its I/O on port 1 \(group not defined"):
+        plan_subsystem(linked_state(), spec, QUIET)
+    move = ["write subsystems/%s/namespaces/1/ana_grpid = 2" % SUB]
+    assert texts(plan_subsystem(linked_state(), spec, BUSY, force=True)) == move
+    state = linked_state()
+    state["ports"][1]["ana_groups"][2] = "inaccessible"
+    with pytest.raises(NvmetError, match=r"port 1 \(inaccessible\)"):
+        plan_subsystem(state, spec, QUIET)
+    state["ports"][1]["ana_groups"][2] = "non-optimized"
+    assert texts(plan_subsystem(state, spec, BUSY)) == move
 
 
 def test_purge_namespace_needs_force_when_busy():
@@ -767,7 +686,7 @@ def test_apply_translates_kernel_errors(root):
     (Op("write", "hosts/%s/dhchap_key" % HOST, make_key(), secret=True), errno.EINVAL, "(value hidden)"),
 ])
 def test_explain_names_object_attribute_and_reason(op, code, fragment):
-    msg = nvmet.explain(op, OSError(code, os.strerror(code)))
+    msg = applier.explain(op, OSError(code, os.strerror(code)))
     assert fragment in msg
     assert errno.errorcode[code] in msg
     assert make_key() not in msg

@@ -3,12 +3,14 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The end every nvmet_* module that manages one configfs object shares: apply the
 plan (or only simulate it in check mode) and exit with the object as it is after, the
-operations, and before/after for --diff. Kept apart from nvmet.py, which stays free of
-Ansible so that the target role can ship it to hosts as the boot-time restorer."""
+operations, and before/after for --diff. The only file of the nvmet package that
+imports Ansible: the others stay standard-library only, so that the target role can
+ship them to hosts as the boot-time restorer (restore.py)."""
 
 from __future__ import annotations
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import NvmetError, apply_plan, simulate
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.applier import apply_plan, simulate
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import NvmetError
 
 
 def apply_and_exit(module, tree, state, ops, section, key, export, result_key, diff_view=None, extra=None):
@@ -28,7 +30,7 @@ def apply_and_exit(module, tree, state, ops, section, key, export, result_key, d
             apply_plan(tree, ops)
         except NvmetError as exc:
             module.fail_json(msg=exc.msg, changed=bool(exc.applied), operations=exc.applied, planned=texts)
-        raw_after = tree.read()[section].get(key)
+        raw_after = tree.read_one(section, key)  # only the object the plan touched
     else:
         raw_after = simulate(state, ops)[section].get(key)
     result = dict(extra or {}, changed=bool(ops), operations=texts)
