@@ -14,7 +14,10 @@ adds what ``purge`` says about what the document does not list:
 * ``listed`` each listed object is made exactly as declared (its other namespaces,
              allowed hosts, port links and ANA groups go); unlisted objects are left alone.
 * ``all``    as ``listed``, and subsystems, ports and hosts the document does not list are
-             removed (ports first, hosts last). Referrals are never touched.
+             removed (ports first, hosts last).
+
+Referrals are not managed: the document may not list any (document.py), and those of
+the ports that stay are left alone; a port that ``all`` removes goes with its referrals.
 """
 
 from __future__ import annotations

@@ -128,3 +128,24 @@ def test_guard_refusal_changes_nothing(monkeypatch, root):
     assert tree_digest(root) == before
     done = run(monkeypatch, root, {"document": moved, "allow_reconfigure": True})
     assert done["changed"] is True and done["target"]["ports"][0]["addr"]["trsvcid"] == "4430"
+
+
+@pytest.mark.parametrize("from_file", [False, True])
+def test_real_exit_keeps_keys_out_of_the_whole_output(monkeypatch, capsys, root, from_file):
+    """Through Ansible's own exit_json (invocation included): the key appears nowhere."""
+    key = make_key()
+    args = {"document": document(root, key)}
+    if from_file:
+        src = os.path.join(root, "target.json")
+        with open(src, "w") as f:
+            json.dump(args.pop("document"), f)
+        args = {"src": src}
+    monkeypatch.setattr(nvmet_target, "make_tree", lambda params: EmulatedTree(root))
+    with patch_module_args(dict(args, _ansible_diff=True)):
+        with pytest.raises(SystemExit):
+            nvmet_target.main()
+    out = capsys.readouterr().out
+    result = json.loads(out)
+    assert "invocation" in result, sorted(result)
+    assert result["changed"] is True and result["target"]["subsystems"][0]["nqn"] == SUB
+    assert key not in out, out
