@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Print one SHA-256 over every path under <configfs>/nvmet with its content or link
 target (attributes that cannot be read count as their error): two equal outputs mean a
 byte-identical tree. Used by tests/lab/nvmet_target.yml."""
