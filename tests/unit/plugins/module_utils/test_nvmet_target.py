@@ -126,6 +126,7 @@ def test_check_mode_changes_nothing_and_predicts_the_result(root, files):
     predicted = target_view(simulate(tree.read(), ops))
     applied = converge(root, doc)[0]
     actual = target_view(applied.read())
+
     # Check mode predicts what was declared; defaults the kernel fills in for a new object
     # (attr_model, param_max_queue_size, ...) only show after the run.
     def declared(view):
