@@ -76,7 +76,8 @@ play() {  # play DOCUMENT LOGNAME: one ansible-playbook run of nvmet_target, tim
     -e "nvmet_bench_document=$1" >"$LOG/$2.log" 2>&1 || { step "playbook failed, see $LOG/$2.log"; tail -30 "$LOG/$2.log" >&2; exit 1; }
 }
 
-clear_target() { restorer clear "$DIR/$1.json" >/dev/null; vm "[ -z \"\$(ls /sys/kernel/config/nvmet/subsystems)\" ]"; }
+no_bench_objects() { vm "! ls /sys/kernel/config/nvmet/subsystems /sys/kernel/config/nvmet/ports | grep -qx -e 'nqn.2024-04.io.aiinfra.bench:.*' -e 9"; }
+clear_target() { restorer clear "$DIR/$1.json" >/dev/null; no_bench_objects; }
 
 $LABCTL status >&2
 step "setup (not timed): modules, 512 sparse files, the nvmet package for the restorer, documents"
@@ -89,11 +90,11 @@ for layout in 16x16 64x4 1x256 32x16; do
 done
 shell_script "$LOG/16x16.json" >"$LOG/16x16.sh"
 vm "cat > $DIR/16x16.sh" <"$LOG/16x16.sh"
-vm "[ -z \"\$(ls /sys/kernel/config/nvmet/subsystems)\" ]" || { step "te1 already has subsystems; clear them first"; exit 1; }
+no_bench_objects || { step "te1 already has bench subsystems or port 9; clear them first"; exit 1; }
 
 step "(a) plain shell script, 16x16"
 t0=$(now); vm "bash $DIR/16x16.sh"; a=$(since "$t0")
-restorer save | python3 -c 'import json,sys; d=json.load(sys.stdin); n=sum(len(s["namespaces"]) for s in d["subsystems"]); assert n == 256, n'
+restorer save | python3 -c 'import json,sys; d=json.load(sys.stdin); n=sum(len(s["namespaces"]) for s in d["subsystems"] if s["nqn"].startswith("nqn.2024-04.io.aiinfra.bench:")); assert n == 256, n'
 clear_target 16x16
 
 step "(c) restorer, 16x16"
