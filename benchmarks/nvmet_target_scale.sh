@@ -66,7 +66,7 @@ for p in doc["ports"]:
     for k in ("trtype", "adrfam", "traddr", "trsvcid"):
         out.append("echo %s > %s/addr_%s" % (p["addr"][k], pb, k))
     for nqn in p["subsystems"]:
-        out.append("ln -s ../../../subsystems/%s %s/subsystems/%s" % (nqn, pb, nqn))
+        out.append("ln -s /sys/kernel/config/nvmet/subsystems/%s %s/subsystems/%s" % (nqn, pb, nqn))
 print("\n".join(out))
 EOF
 }
