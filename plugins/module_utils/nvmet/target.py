@@ -1,0 +1,162 @@
+# -*- coding: utf-8 -*-
+# Copyright: aiinfra.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A whole desired target in one plan (standard library only): the nvmet_target module's domain.
+
+The document (nvmetcli's save-file schema) is validated whole (document.py), then
+planned by the package's one planner: :func:`savefile.plan_document`, the same entry the
+boot restorer's ``restore_document`` uses, plans what the document lists; this file only
+adds what ``purge`` says about what the document does not list:
+
+* ``none``   (default) nothing the document does not declare is removed: a listed
+             subsystem keeps namespaces and allowed hosts the document does not name,
+             a listed port keeps its other links; unlisted objects are left alone.
+* ``listed`` each listed object is made exactly as declared (its other namespaces,
+             allowed hosts, port links and ANA groups go); unlisted objects are left alone.
+* ``all``    as ``listed``, and subsystems, ports and hosts the document does not list are
+             removed (ports first, hosts last).
+
+Referrals are not managed: the document may not list any (document.py), and those of
+the ports that stay are left alone; a port that ``all`` removes goes with its referrals.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.applier import simulate
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import HOST_KEY_FIELDS, NvmetError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.document import DocumentError, validate_document
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.planner import plan_host, plan_port, plan_subsystem
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import from_savefile, plan_document, to_savefile
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate import normalize_port
+
+PURGE_CHOICES = ("none", "listed", "all")
+
+
+def load_document(path):
+    """Read a save-file document from JSON or YAML (YAML needs PyYAML on the host)."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as exc:
+        raise NvmetError("src: cannot read %s: %s" % (path, exc.strerror)) from None
+    try:
+        return json.loads(text)
+    except ValueError as json_error:
+        try:
+            import yaml
+        except ImportError:
+            raise NvmetError("src: %s is not JSON (%s), and PyYAML is not installed on this host to read it as YAML"
+                             % (path, json_error)) from None
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise NvmetError("src: %s is neither JSON nor YAML: %s" % (path, exc)) from None
+
+
+def drop_unset(value):
+    """The document without None values (Ansible fills unset sub-options with None)."""
+    if isinstance(value, dict):
+        return dict((k, drop_unset(v)) for k, v in value.items() if v is not None)
+    if isinstance(value, list):
+        return [drop_unset(v) for v in value]
+    return value
+
+
+def secrets_of(doc):
+    """The DH-HMAC-CHAP keys a document holds (to keep them out of every output)."""
+    out = []
+    for h in (doc or {}).get("hosts") or [] if isinstance(doc, dict) else []:
+        dh = h.get("dhchap") if isinstance(h, dict) else None
+        if isinstance(dh, dict):
+            out.extend(v for k, v in dh.items() if k in ("key", "ctrl_key") and isinstance(v, str) and v)
+    return out
+
+
+def _listed(doc):
+    return (set(h.get("nqn") for h in doc.get("hosts") or []),
+            set(s.get("nqn") for s in doc.get("subsystems") or []),
+            set(int(p.get("portid")) for p in doc.get("ports") or []))
+
+
+def check_document(doc, state, purge="none", sysfs_root="/sys", check_paths=True):
+    """Validate the whole document against what this run keeps; raise DocumentError with every error."""
+    if purge not in PURGE_CHOICES:
+        raise NvmetError("purge: %r is not one of %s" % (purge, ", ".join(PURGE_CHOICES)))
+    kept = () if purge == "all" else state["subsystems"]
+    errors = validate_document(doc, kept, sysfs_root, check_paths)
+    if errors:
+        raise DocumentError(errors)
+
+
+def _keep_undeclared(doc, state):
+    """purge none: the document plus, for each listed object, what configfs has that the
+    document does not name, so the planner (which makes listed objects exact) keeps it."""
+    doc = copy.deepcopy(doc)
+    current = to_savefile(state, mask_keys=False)
+    subs = dict((s["nqn"], s) for s in current["subsystems"])
+    for sub in doc.get("subsystems") or []:
+        have = subs.get(sub.get("nqn"))
+        if have is None:
+            continue
+        attr = sub.setdefault("attr", {})
+        attr.setdefault("allow_any_host", have["attr"]["allow_any_host"])
+        nsids = set(int(ns["nsid"]) for ns in sub.get("namespaces") or [])
+        sub["namespaces"] = list(sub.get("namespaces") or []) + [
+            ns for ns in have["namespaces"] if ns["nsid"] not in nsids]
+        if str(attr["allow_any_host"]) != "1":
+            hosts = list(sub.get("allowed_hosts") or [])
+            sub["allowed_hosts"] = hosts + [h for h in have["allowed_hosts"] if h not in hosts]
+    ports = dict((p["portid"], p) for p in current["ports"])
+    for port in doc.get("ports") or []:
+        have = ports.get(int(port.get("portid")))
+        if have is not None:
+            links = list(port.get("subsystems") or [])
+            port["subsystems"] = links + [n for n in have["subsystems"] if n not in links]
+    return doc
+
+
+def plan_target(tree, state, doc, purge="none", force=False, allow_reconfigure=False):
+    """Plan the whole document (already checked by :func:`check_document`) against state.
+
+    Returns the ordered operations. Raises NvmetError when a guard refuses (live
+    connections without force, a port reconfigure without allow_reconfigure, ...).
+    """
+    hosts, subs, ports = _listed(doc)
+    conns = tree.connections(state)
+    ops = []
+    st = state
+
+    def step(part):
+        ops.extend(part)
+        return simulate(st, part)
+
+    if purge == "all":
+        # Unlisted ports first (an address they hold may be the one a listed port wants),
+        # then unlisted subsystems; hosts last, once no kept subsystem allows them.
+        for pid in sorted(p for p in state["ports"] if p not in ports):
+            st = step(plan_port(st, {"port_id": pid, "state": "absent"}, conns, force))
+        for nqn in sorted(n for n in state["subsystems"] if n not in subs):
+            st = step(plan_subsystem(st, {"nqn": nqn, "state": "absent"}, conns, force))
+    planned = doc if purge != "none" else _keep_undeclared(doc, st)
+    st = step(plan_document(tree, st, planned, force=force, allow_reconfigure=allow_reconfigure, check_paths=False))
+    if purge in ("listed", "all"):
+        for raw in from_savefile(doc)["ports"]:
+            spec = dict(normalize_port(raw, None), purge_ana_groups=True)
+            st = step(plan_port(st, spec, conns, force, allow_reconfigure))
+    if purge == "all":
+        for nqn in sorted(n for n in state["hosts"] if n not in hosts):
+            st = step(plan_host(st, {"hostnqn": nqn, "state": "absent"}, conns, force))
+    return ops
+
+
+def target_view(state):
+    """The target in the save-file schema with keys masked (the module's return and diff)."""
+    return to_savefile(state, mask_keys=True)
+
+
+def changed_keys(ops):
+    """Which hosts' keys the plan writes, as hosts/<nqn>/<field> (never the values)."""
+    return [op.path for op in ops if op.secret and op.path.rsplit("/", 1)[-1] in HOST_KEY_FIELDS]

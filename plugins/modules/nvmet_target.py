@@ -1,0 +1,276 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: aiinfra.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: nvmet_target
+short_description: Declare a whole Linux kernel NVMe-oF target (nvmet) in one task, in nvmetcli's save-file schema
+version_added: 0.2.0
+description:
+  - Takes the whole desired target (hosts with DH-HMAC-CHAP keys, subsystems with their namespaces and allowed
+    hosts, ports with ANA groups and their subsystem links) as one document in the schema C(nvmetcli save) writes,
+    either inline (O(document)) or as a JSON or YAML file on the target (O(src)).
+  - The whole document is validated before anything changes. Every error is reported at once, each with its place
+    in the document, for example C(subsystems[3].namespaces[7].device.path). A refused run leaves configfs as it was.
+  - The difference between the document and configfs is planned by the same planner the boot-time restorer uses
+    (C(nvmet-restore restore)) and applied in one call, in the order the kernel requires. A second run with the same
+    document writes nothing and reports no change.
+  - The guards of M(aiinfra.fabric.nvmet_subsystem) and M(aiinfra.fabric.nvmet_port) apply, per object. A change
+    that disconnects hosts needs O(force), a port address change while subsystems are linked needs
+    O(allow_reconfigure).
+  - O(purge) says what the module owns. Nothing the document does not declare is removed unless O(purge) says so.
+  - Referrals and passthru subsystems are not managed. A document that lists them is refused, and the ones already
+    in configfs are left alone.
+author:
+  - aiinfra.fabric contributors (!UNKNOWN)
+extends_documentation_fragment:
+  - aiinfra.fabric.attributes
+  - aiinfra.fabric.attributes.declarative
+attributes:
+  diff_mode:
+    details: Before and after are the whole target in the save-file schema, with DH-HMAC-CHAP keys masked.
+options:
+  document:
+    description:
+      - The desired target in nvmetcli's save-file schema. Mutually exclusive with O(src).
+      - "Each subsystem: C(nqn), C(attr) (C(allow_any_host), C(serial), C(model), C(version), C(firmware),
+        C(ieee_oui), C(cntlid_min), C(cntlid_max), C(qid_max), C(pi_enable), ...), C(allowed_hosts),
+        C(namespaces) (each C(nsid), C(enable), C(device) with C(path), C(uuid), C(nguid), C(ana_grpid),
+        C(buffered_io))."
+      - "Each port: C(portid), C(addr) (C(trtype), C(traddr), C(trsvcid), C(adrfam), C(treq), C(tsas)),
+        C(param) (C(inline_data_size), ...), C(subsystems) (NQNs to link), C(ana_groups) (each C(grpid),
+        C(ana.state))."
+    type: dict
+    suboptions:
+      hosts:
+        description: Host entries. C(dhchap.key) and C(dhchap.ctrl_key) are secrets (never logged or returned).
+        type: list
+        elements: dict
+        suboptions:
+          nqn:
+            description: The host's NQN.
+            type: str
+          dhchap:
+            description: DH-HMAC-CHAP settings of the host.
+            type: dict
+            suboptions:
+              key:
+                description: The host's secret (C(DHHC-1:0X:<base64>:)).
+                type: str
+              ctrl_key:
+                description: The controller's secret, for bidirectional authentication.
+                type: str
+              hash:
+                description: HMAC, one of C(hmac(sha256)), C(hmac(sha384)), C(hmac(sha512)).
+                type: str
+              dhgroup:
+                description: Diffie-Hellman group, C(null) or C(ffdhe2048) .. C(ffdhe8192).
+                type: str
+      subsystems:
+        description: Subsystems, as C(nvmetcli save) writes them.
+        type: list
+        elements: dict
+      ports:
+        description: Ports, as C(nvmetcli save) writes them.
+        type: list
+        elements: dict
+  src:
+    description:
+      - Path on the target of a JSON or YAML file holding the document (YAML needs PyYAML on the target).
+        Keys it holds are kept out of the results like those of O(document).
+      - Mutually exclusive with O(document).
+    type: path
+  purge:
+    description:
+      - What happens to what configfs holds and the document does not declare.
+      - V(none) removes nothing undeclared. A listed subsystem keeps the namespaces and allowed hosts the document
+        does not name, and a listed port keeps its other subsystem links. Unlisted objects are left alone.
+      - V(listed) makes each listed subsystem and port exactly as declared. Their other namespaces, allowed hosts,
+        subsystem links and ANA groups are removed. Unlisted objects are left alone.
+      - V(all) is V(listed), and also removes the subsystems, ports and hosts the document does not list.
+      - Removing something that hosts use needs O(force) like any other disconnecting change.
+    type: str
+    choices: [none, listed, all]
+    default: none
+  force:
+    description: Go ahead with changes that disconnect connected hosts, or when this host cannot tell whether any are.
+    type: bool
+    default: false
+  allow_reconfigure:
+    description: Change the address or parameters of a port that has subsystems linked (unlinked, changed, relinked).
+    type: bool
+    default: false
+  check_paths:
+    description: Check that every namespace's C(device.path) exists and is a block device or regular file.
+    type: bool
+    default: true
+  configfs_root:
+    description: Where configfs is mounted.
+    type: path
+    default: /sys/kernel/config
+notes:
+  - The nvmet module and the transport modules of the document's ports must be loaded (community.general.modprobe).
+seealso:
+  - module: aiinfra.fabric.nvmet_subsystem
+  - module: aiinfra.fabric.nvmet_port
+  - module: aiinfra.fabric.nvmet_host
+  - module: aiinfra.fabric.nvmet_info
+"""
+
+EXAMPLES = r"""
+- name: Export two file-backed namespaces over NVMe/TCP to one host
+  aiinfra.fabric.nvmet_target:
+    document:
+      hosts:
+        - nqn: "{{ te2_hostnqn }}"
+      subsystems:
+        - nqn: nqn.2024-04.io.aiinfra.lab:te1.data
+          attr:
+            allow_any_host: "0"
+            serial: abc123
+          allowed_hosts: ["{{ te2_hostnqn }}"]
+          namespaces:
+            - nsid: 1
+              enable: 1
+              device: {path: /srv/nvmet/disk1.img}
+            - nsid: 2
+              enable: 1
+              device: {path: /srv/nvmet/disk2.img}
+      ports:
+        - portid: 1
+          addr: {trtype: tcp, adrfam: ipv4, traddr: 10.99.0.1, trsvcid: "4420"}
+          subsystems: [nqn.2024-04.io.aiinfra.lab:te1.data]
+
+- name: Make the target exactly what a saved file says, removing everything else
+  aiinfra.fabric.nvmet_target:
+    src: /etc/nvmet/config.json
+    purge: all
+    force: true
+"""
+
+RETURN = r"""
+target:
+  description: The whole target after the run (predicted in check mode), in the save-file schema, keys masked.
+  returned: always
+  type: dict
+  sample:
+    hosts: []
+    ports:
+      - portid: 1
+        addr: {adrfam: ipv4, traddr: 10.99.0.1, treq: not specified, trsvcid: "4420", trtype: tcp, tsas: none}
+        param: {inline_data_size: "16384"}
+        subsystems: [nqn.2024-04.io.aiinfra.lab:te1.data]
+        referrals: []
+        ana_groups: [{grpid: 1, ana: {state: optimized}}]
+    subsystems:
+      - nqn: nqn.2024-04.io.aiinfra.lab:te1.data
+        attr: {allow_any_host: "1", serial: "abc123              "}
+        allowed_hosts: []
+        namespaces:
+          - {nsid: 1, enable: 1, device: {path: /srv/nvmet/disk1.img}, ana_grpid: 1, buffered_io: 0}
+operations:
+  description: The operations applied (planned, in check mode) in order, key values masked.
+  returned: always
+  type: list
+  elements: str
+  sample: ["mkdir subsystems/nqn.2024-04.io.aiinfra.lab:te1.data", "write ports/1/addr_trtype = tcp"]
+changed_keys:
+  description: The host key files written (or to be written), as C(hosts/<nqn>/<field>); never the values.
+  returned: always
+  type: list
+  elements: str
+errors:
+  description: Every error found in the document, each starting with its place in it. Only when the document is refused.
+  returned: failure
+  type: list
+  elements: str
+  sample: ["subsystems[3].namespaces[7].device.path: '/srv/x.img' does not exist or cannot be read (No such file or directory)"]
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.applier import apply_plan, simulate
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import NvmetError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.document import DocumentError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.model import ConfigfsTree
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.target import (
+    PURGE_CHOICES,
+    changed_keys,
+    check_document,
+    drop_unset,
+    load_document,
+    plan_target,
+    secrets_of,
+    target_view,
+)
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate import check_configfs
+
+HOST_OPTIONS = dict(
+    nqn=dict(type="str"),
+    dhchap=dict(type="dict", options=dict(
+        key=dict(type="str", no_log=True),
+        ctrl_key=dict(type="str", no_log=True),
+        hash=dict(type="str"),
+        dhgroup=dict(type="str"),
+    )),
+)
+
+
+def make_tree(params):
+    """The configfs tree to work on (a seam for the unit tests' fake tree)."""
+    return ConfigfsTree(params["configfs_root"])
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            document=dict(type="dict", options=dict(
+                hosts=dict(type="list", elements="dict", options=HOST_OPTIONS),
+                subsystems=dict(type="list", elements="dict"),
+                ports=dict(type="list", elements="dict"),
+            )),
+            src=dict(type="path"),
+            purge=dict(type="str", default="none", choices=list(PURGE_CHOICES)),
+            force=dict(type="bool", default=False),
+            allow_reconfigure=dict(type="bool", default=False),
+            check_paths=dict(type="bool", default=True),
+            configfs_root=dict(type="path", default="/sys/kernel/config"),
+        ),
+        mutually_exclusive=[("document", "src")],
+        required_one_of=[("document", "src")],
+        supports_check_mode=True,
+    )
+    p = module.params
+    tree = make_tree(p)
+    try:
+        doc = drop_unset(p["document"]) if p["document"] is not None else load_document(p["src"])
+        module.no_log_values.update(secrets_of(doc))
+        check_configfs(tree)
+        state = tree.read()
+        check_document(doc, state, p["purge"], tree.sysfs_root, p["check_paths"])
+        ops = plan_target(tree, state, doc, p["purge"], p["force"], p["allow_reconfigure"])
+    except DocumentError as exc:
+        module.fail_json(msg=exc.msg, errors=exc.errors, changed=False, operations=[])
+    except NvmetError as exc:
+        module.fail_json(msg=exc.msg, changed=False, operations=[])
+
+    texts = [op.text() for op in ops]
+    if ops and not module.check_mode:
+        try:
+            apply_plan(tree, ops)
+        except NvmetError as exc:
+            module.fail_json(msg=exc.msg, changed=bool(exc.applied), operations=exc.applied, planned=texts)
+        after = tree.read()
+    else:
+        after = simulate(state, ops)
+    result = dict(changed=bool(ops), operations=texts, changed_keys=changed_keys(ops), target=target_view(after))
+    if module._diff:
+        result["diff"] = dict(before=target_view(state), after=result["target"])
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

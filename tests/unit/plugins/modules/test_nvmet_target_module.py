@@ -1,0 +1,151 @@
+# -*- coding: utf-8 -*-
+"""nvmet_target module glue on the FAKE configfs tree (nvmet_fake.py): converge, no-op,
+check mode, diff, src files, keys kept out of the result, every error at once."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.aiinfra.fabric.plugins.modules import nvmet_target
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "module_utils"))
+from nvmet_fake import HOST, SUB, EmulatedTree, make_key, write  # noqa: E402  (the fake lives with the module_utils tests)
+
+
+class Exit(Exception):
+    pass
+
+
+@pytest.fixture
+def root(tmp_path):
+    for d in ("subsystems", "ports", "hosts"):
+        os.makedirs(str(tmp_path / "nvmet" / d))
+    for mod in ("nvmet", "nvmet_tcp"):
+        os.makedirs(str(tmp_path / "sys" / "module" / mod))
+    write(str(tmp_path / "proc" / "net" / "tcp"), "  sl  local_address rem_address   st")
+    (tmp_path / "disk.img").write_bytes(b"")
+    return str(tmp_path)
+
+
+def run(monkeypatch, root, args, check=False, diff=False):
+    result = {}
+
+    def exit_json(self, **kw):
+        result.update(kw)
+        raise Exit()
+
+    def fail_json(self, **kw):
+        result.update(kw, failed=True)
+        raise Exit()
+
+    monkeypatch.setattr(nvmet_target.AnsibleModule, "exit_json", exit_json)
+    monkeypatch.setattr(nvmet_target.AnsibleModule, "fail_json", fail_json)
+    monkeypatch.setattr(nvmet_target, "make_tree", lambda params: EmulatedTree(root))
+    args = dict(args, _ansible_check_mode=check, _ansible_diff=diff)
+    with patch_module_args(args):
+        with pytest.raises(Exit):
+            nvmet_target.main()
+    return result
+
+
+def tree_digest(root):
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in sorted(os.walk(os.path.join(root, "nvmet"))):
+        for name in sorted(dirnames + filenames):
+            path = os.path.join(dirpath, name)
+            h.update(path.encode())
+            if os.path.islink(path):
+                h.update(os.readlink(path).encode())
+            elif os.path.isfile(path):
+                with open(path, "rb") as f:
+                    h.update(f.read())
+    return h.hexdigest()
+
+
+def document(root, key):
+    return {"hosts": [{"nqn": HOST, "dhchap": {"key": key}}],
+            "subsystems": [{"nqn": SUB, "attr": {"allow_any_host": "0"}, "allowed_hosts": [HOST],
+                            "namespaces": [{"nsid": 1, "enable": 1, "device": {"path": os.path.join(root, "disk.img")}}]}],
+            "ports": [{"portid": 1, "addr": {"trtype": "tcp", "traddr": "10.99.0.1", "trsvcid": "4420"},
+                       "subsystems": [SUB]}]}
+
+
+def test_check_then_converge_then_noop_with_diff_and_no_key_in_output(monkeypatch, root):
+    key = make_key()
+    args = {"document": document(root, key)}
+    before = tree_digest(root)
+    checked = run(monkeypatch, root, args, check=True, diff=True)
+    assert checked["changed"] is True and tree_digest(root) == before
+    assert checked["diff"]["before"] == {"hosts": [], "ports": [], "subsystems": []}
+    assert checked["diff"]["after"]["subsystems"][0]["nqn"] == SUB
+    first = run(monkeypatch, root, args, diff=True)
+    assert first["changed"] is True and first["operations"] == checked["operations"]
+    assert first["changed_keys"] == ["hosts/%s/dhchap_key" % HOST]
+    assert first["target"]["hosts"][0]["dhchap"]["key"] == "********"
+    assert first["target"]["ports"][0]["subsystems"] == [SUB]
+    assert key not in json.dumps(first) and key not in json.dumps(checked)
+    second = run(monkeypatch, root, args)
+    assert second["changed"] is False and second["operations"] == [] and second["changed_keys"] == []
+
+
+def test_src_file_and_its_keys_kept_out_of_the_result(monkeypatch, root):
+    key = make_key()
+    src = os.path.join(root, "target.json")
+    with open(src, "w") as f:
+        json.dump(document(root, key), f)
+    result = run(monkeypatch, root, {"src": src})
+    assert result["changed"] is True and key not in json.dumps(result)
+    assert run(monkeypatch, root, {"src": src})["changed"] is False
+
+
+def test_refused_document_lists_every_error_and_changes_nothing(monkeypatch, root):
+    doc = document(root, "DHHC-1:01:bm90IGEga2V5:")
+    doc["subsystems"][0]["namespaces"].append({"nsid": 1, "device": {"path": "/nonexistent.img"}})
+    doc["ports"][0]["addr"]["trtype"] = "carrier-pigeon"
+    before = tree_digest(root)
+    result = run(monkeypatch, root, {"document": doc})
+    assert result["failed"] and result["changed"] is False and result["operations"] == []
+    assert [e.split(":", 1)[0] for e in result["errors"]] == [
+        "hosts[0].dhchap.key", "subsystems[0].namespaces[1].nsid", "subsystems[0].namespaces[1].device.path",
+        "ports[0].addr.trtype"]
+    assert tree_digest(root) == before
+
+
+def test_guard_refusal_changes_nothing(monkeypatch, root):
+    args = {"document": document(root, make_key())}
+    run(monkeypatch, root, args)
+    moved = document(root, make_key())
+    moved["ports"][0]["addr"]["trsvcid"] = "4430"
+    before = tree_digest(root)
+    result = run(monkeypatch, root, {"document": moved})
+    assert result["failed"] and "allow_reconfigure" in result["msg"]
+    assert tree_digest(root) == before
+    done = run(monkeypatch, root, {"document": moved, "allow_reconfigure": True})
+    assert done["changed"] is True and done["target"]["ports"][0]["addr"]["trsvcid"] == "4430"
+
+
+@pytest.mark.parametrize("from_file", [False, True])
+def test_real_exit_keeps_keys_out_of_the_whole_output(monkeypatch, capsys, root, from_file):
+    """Through Ansible's own exit_json (invocation included): the key appears nowhere."""
+    key = make_key()
+    args = {"document": document(root, key)}
+    if from_file:
+        src = os.path.join(root, "target.json")
+        with open(src, "w") as f:
+            json.dump(args.pop("document"), f)
+        args = {"src": src}
+    monkeypatch.setattr(nvmet_target, "make_tree", lambda params: EmulatedTree(root))
+    with patch_module_args(dict(args, _ansible_diff=True)):
+        with pytest.raises(SystemExit):
+            nvmet_target.main()
+    out = capsys.readouterr().out
+    result = json.loads(out)
+    assert "invocation" in result, sorted(result)
+    assert result["changed"] is True and result["target"]["subsystems"][0]["nqn"] == SUB
+    assert key not in out, out
