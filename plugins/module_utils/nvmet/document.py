@@ -23,6 +23,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import
     PORT_ADDR_FIELDS,
     NvmetError,
 )
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import port_address_spec
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate import (
     _check_attr_names,
     _check_int,
@@ -239,14 +240,7 @@ def _subsystem(s, p, errors, seen, devices, check_paths):
 
 def _port_address(pt, addr, param, p, errors, sysfs_root):
     """The address part, checked by normalize_port; its field names mapped to document paths."""
-    spec = {"port_id": 0, "state": "present"}
-    for field in PORT_ADDR_FIELDS:
-        if addr.get(field) not in (None, ""):
-            spec[field] = addr[field]
-    if spec.get("tsas") and spec.get("trtype") != "tcp":
-        spec.pop("tsas")
-    if "inline_data_size" in param:
-        spec["inline_data_size"] = param["inline_data_size"]
+    spec = dict(port_address_spec(addr, param), port_id=0, state="present")
     try:
         normalize_port(spec, sysfs_root)
     except NvmetError as exc:

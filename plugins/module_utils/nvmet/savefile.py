@@ -96,6 +96,21 @@ def to_savefile(state, mask_keys=True):
     return {"hosts": hosts, "ports": ports, "subsystems": subsystems}
 
 
+def port_address_spec(addr, param):
+    """The address fields of a save-file port entry (its ``addr`` and ``param`` groups) as
+    the per-object port spec takes them: empty values left out, tsas only on tcp, and
+    inline_data_size, which the spec carries beside the address."""
+    spec = {}
+    for field in PORT_ADDR_FIELDS:
+        if addr.get(field) not in (None, ""):
+            spec[field] = addr[field]
+    if spec.get("tsas") and spec.get("trtype") != "tcp":
+        spec.pop("tsas")
+    if "inline_data_size" in param:
+        spec["inline_data_size"] = param["inline_data_size"]
+    return spec
+
+
 def from_savefile(doc):
     """Turn an nvmetcli save-file document into desired specs.
 
@@ -150,13 +165,8 @@ def from_savefile(doc):
         addr = p.get("addr") or {}
         param = dict(p.get("param") or {})
         spec = {"port_id": p.get("portid"), "state": "present", "subsystems": list(p.get("subsystems") or [])}
-        for field in PORT_ADDR_FIELDS:
-            if addr.get(field) not in (None, ""):
-                spec[field] = addr[field]
-        if spec.get("tsas") and spec.get("trtype") != "tcp":
-            spec.pop("tsas")
-        if "inline_data_size" in param:
-            spec["inline_data_size"] = param.pop("inline_data_size")
+        spec.update(port_address_spec(addr, param))
+        param.pop("inline_data_size", None)
         spec["params"] = param
         spec["ana_groups"] = [{"grpid": g.get("grpid"), "state": (g.get("ana") or {}).get("state")}
                               for g in p.get("ana_groups") or []]
