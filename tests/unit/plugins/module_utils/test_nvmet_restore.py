@@ -480,3 +480,24 @@ def test_nvmetcli_document_restores_through_ours(root, files):
     assert state["subsystems"][SUB]["allowed_hosts"] == [HOST]
     assert state["subsystems"][SUB]["namespaces"][1]["enabled"]
     assert state["ports"][1]["subsystems"] == [SUB]
+
+
+def test_nvmetcli_discovery_group_is_restored_not_reported(root, files):
+    """`nvmetcli save` writes the target's discovery NQN as a top-level attribute group,
+    {"discovery": {"nqn": ...}} (Root.dump on a kernel with discovery_nqn, 6.12 included):
+    the default loses nothing and a custom one is restored, instead of every nvmetcli
+    document reporting "discovery" as not restored."""
+    with open(os.path.join(root, "nvmet", "discovery_nqn"), "w") as f:
+        f.write("nqn.2014-08.org.nvmexpress.discovery\n")
+    base = {"subsystems": [subsystem(SUB, [files[0]], allow_any="1")], "ports": [port(1, [SUB])]}
+    tree, result = run(root, dict(base, discovery={"nqn": "nqn.2014-08.org.nvmexpress.discovery"}))
+    assert (result["status"], result["not_restored"], result["skipped"]) == ("complete", [], [])
+    assert not any("discovery_nqn" in line for line in result["applied"])
+    tree, result = run(root, dict(base, discovery={"nqn": "nqn.2024-04.io.aiinfra.lab:discovery"}))
+    assert (result["status"], result["not_restored"], result["skipped"]) == ("complete", [], [])
+    assert tree.read()["discovery_nqn"] == "nqn.2024-04.io.aiinfra.lab:discovery"
+    # A discovery NQN the kernel would refuse (a subsystem's) is skipped and reported, the rest restored.
+    tree, result = run(root, dict(base, discovery={"nqn": SUB, "other": "x"}))
+    assert "discovery/nqn" in skipped(result)
+    assert [s["object"] for s in result["not_restored"]] == ["discovery/other"]
+    assert tree.read()["ports"][1]["subsystems"] == [SUB]
