@@ -25,7 +25,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.applier impor
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import DISCOVERY_NQN, TRANSPORT_MODULES, NvmetError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.discovery import plan_discovery_nqn, validate_discovery_nqn
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.planner import plan_host, plan_port, plan_subsystem
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import from_savefile, refuse_masked_host
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import from_savefile, refuse_masked_host, saved_device_path
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate import (
     module_loaded,
     normalize_host,
@@ -67,8 +67,9 @@ def _extra_keys(entry, kind, where, out):
 def unsupported_content(doc):
     """What the document holds that this restorer does not apply, as [{object, reason}].
 
-    Defaults nvmetcli writes for every object (an empty or disabled passthru, resv
-    enable 0) lose nothing and are not listed.
+    Defaults nvmetcli writes for every object (a disabled passthru without a device,
+    its path empty or "(null)" as the kernel prints it; resv enable 0) lose nothing and
+    are not listed.
     """
     out = []
     _extra_keys(doc, "top", "", out)
@@ -80,9 +81,9 @@ def unsupported_content(doc):
         base = "subsystems/%s/" % s.get("nqn")
         _extra_keys(s, "subsystem", base, out)
         for pt in s.get("passthru") or []:
-            if str(pt.get("enable", 0)) not in ("0", "") or (pt.get("device") or {}).get("path"):
+            if str(pt.get("enable", 0)) not in ("0", "") or saved_device_path(pt.get("device")):
                 out.append({"object": base + "passthru", "reason": "passthru subsystems (device %s) are not restored by "
-                            "this restorer; restore them with nvmetcli" % (pt.get("device") or {}).get("path")})
+                            "this restorer; restore them with nvmetcli" % saved_device_path(pt.get("device"))})
         for ns in s.get("namespaces") or []:
             nbase = "%snamespaces/%s/" % (base, ns.get("nsid"))
             _extra_keys(ns, "namespace", nbase, out)

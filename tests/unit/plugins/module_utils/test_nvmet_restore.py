@@ -501,3 +501,19 @@ def test_nvmetcli_discovery_group_is_restored_not_reported(root, files):
     assert "discovery/nqn" in skipped(result)
     assert [s["object"] for s in result["not_restored"]] == ["discovery/other"]
     assert tree.read()["ports"][1]["subsystems"] == [SUB]
+
+
+def test_nvmetcli_unset_device_paths_are_no_device(root, files):
+    """The kernel prints an unset device path as "(null)" (snprintf of a NULL string), and
+    `nvmetcli save` copies it: the empty passthru every subsystem has (kernels with
+    CONFIG_NVME_TARGET_PASSTHRU) loses nothing, and a namespace saved with "(null)" has no
+    device, rather than a file named "(null)" that is missing."""
+    passthru = [{"device": {"path": "(null)"}, "enable": 0, "clear_ids": 1, "admin_timeout": 0, "io_timeout": 0}]
+    doc = {"subsystems": [dict(subsystem(SUB, [files[0]], allow_any="1"), passthru=passthru)],
+           "ports": [port(1, [SUB])]}
+    result = run(root, doc)[1]
+    assert (result["status"], result["not_restored"], result["skipped"]) == ("complete", [], [])
+    ns = {"nsid": 2, "enable": 0, "device": {"path": "(null)", "nguid": "00000000-0000-0000-0000-000000000000"}}
+    doc["subsystems"][0]["namespaces"].append(ns)
+    result = run(root, doc)[1]
+    assert skipped(result)["subsystems/%s/namespaces/2" % SUB].startswith("it has no device")
