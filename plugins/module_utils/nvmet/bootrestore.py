@@ -10,8 +10,9 @@ skipped and reported with the reason: a namespace whose device or file is missin
 that has none, a subsystem whose name is not an NQN, a host whose key is masked, a
 port whose transport module does not load, an object the kernel refused. A subsystem
 that failed part way is not linked to any port, so it is never exported half made.
-Content of the file this restorer does not apply at all (passthru, reservations,
-discovery_nqn and other unknown keys) is listed as not restored.
+Content of the file this restorer does not apply at all (passthru, reservations
+and unknown keys) is listed as not restored. nvmetcli's top-level attribute group
+``discovery`` ({"nqn": ...}, the target's discovery NQN) is restored last.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ import shutil
 import subprocess
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.applier import apply_plan, simulate
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import TRANSPORT_MODULES, NvmetError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import DISCOVERY_NQN, TRANSPORT_MODULES, NvmetError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.discovery import plan_discovery_nqn, validate_discovery_nqn
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.planner import plan_host, plan_port, plan_subsystem
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import from_savefile, refuse_masked_host
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import from_savefile, refuse_masked_host, saved_device_path
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate import (
     module_loaded,
     normalize_host,
@@ -33,7 +35,8 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate impo
 )
 
 _KEYS = {
-    "top": ("hosts", "ports", "subsystems"),
+    "top": ("hosts", "ports", "subsystems", "discovery"),
+    "discovery": ("nqn",),
     "host": ("nqn", "dhchap"),
     "subsystem": ("nqn", "attr", "allowed_hosts", "namespaces", "passthru"),
     "namespace": ("nsid", "enable", "device", "ana", "ana_grpid", "resv", "buffered_io"),
@@ -64,20 +67,23 @@ def _extra_keys(entry, kind, where, out):
 def unsupported_content(doc):
     """What the document holds that this restorer does not apply, as [{object, reason}].
 
-    Defaults nvmetcli writes for every object (an empty or disabled passthru, resv
-    enable 0) lose nothing and are not listed.
+    Defaults nvmetcli writes for every object (a disabled passthru without a device,
+    its path empty or "(null)" as the kernel prints it; resv enable 0) lose nothing and
+    are not listed.
     """
     out = []
     _extra_keys(doc, "top", "", out)
+    if isinstance(doc.get("discovery"), dict):
+        _extra_keys(doc["discovery"], "discovery", "discovery/", out)
     for h in doc.get("hosts") or []:
         _extra_keys(h, "host", "hosts/%s/" % h.get("nqn"), out)
     for s in doc.get("subsystems") or []:
         base = "subsystems/%s/" % s.get("nqn")
         _extra_keys(s, "subsystem", base, out)
         for pt in s.get("passthru") or []:
-            if str(pt.get("enable", 0)) not in ("0", "") or (pt.get("device") or {}).get("path"):
+            if str(pt.get("enable", 0)) not in ("0", "") or saved_device_path(pt.get("device")):
                 out.append({"object": base + "passthru", "reason": "passthru subsystems (device %s) are not restored by "
-                            "this restorer; restore them with nvmetcli" % (pt.get("device") or {}).get("path")})
+                            "this restorer; restore them with nvmetcli" % saved_device_path(pt.get("device"))})
         for ns in s.get("namespaces") or []:
             nbase = "%snamespaces/%s/" % (base, ns.get("nsid"))
             _extra_keys(ns, "namespace", nbase, out)
@@ -236,6 +242,12 @@ def restore_best_effort(doc, tree, load_module=None, check=False, force=False, a
                 spec["subsystems"].append(nqn)
         run.attempt(obj, lambda st, spec=spec: plan_port(st, normalize_port(spec, tree.sysfs_root), run.conns, force,
                                                          allow_reconfigure, missing_ok=check))
+
+    # nvmetcli writes the discovery NQN in every save on kernels that have it; the
+    # default on a kernel without the attribute loses nothing.
+    disc = (doc.get("discovery") if isinstance(doc.get("discovery"), dict) else {}).get("nqn")
+    if disc is not None and not (disc == DISCOVERY_NQN and run.state.get("discovery_nqn") is None):
+        run.attempt("discovery/nqn", lambda st: plan_discovery_nqn(st, validate_discovery_nqn(disc)))
 
     status = "partial" if run.skipped or not_restored else "complete"
     return {"status": status, "applied": run.applied, "skipped": run.skipped, "not_restored": not_restored}

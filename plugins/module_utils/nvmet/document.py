@@ -23,7 +23,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import
     PORT_ADDR_FIELDS,
     NvmetError,
 )
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import port_address_spec
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import port_address_spec, saved_device_path
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate import (
     _check_attr_names,
     _check_int,
@@ -222,7 +222,7 @@ def _subsystem(s, p, errors, seen, devices, check_paths):
     _duplicate(seen, nqn, p + ".nqn", "subsystem", errors)
     for i, pt in enumerate(_sequence(s.get("passthru"), p + ".passthru", errors)):
         pt = pt if isinstance(pt, dict) else {}
-        if str(pt.get("enable", 0)) not in ("0", "") or (pt.get("device") or {}).get("path"):
+        if str(pt.get("enable", 0)) not in ("0", "") or saved_device_path(pt.get("device")):
             errors.append("%s.passthru[%d]: passthru subsystems are not managed by this module" % (p, i))
     attr = _mapping(s.get("attr"), p + ".attr", errors) or {}
     allow_any = _attributes(attr, p, errors)

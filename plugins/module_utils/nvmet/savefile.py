@@ -111,6 +111,13 @@ def port_address_spec(addr, param):
     return spec
 
 
+def saved_device_path(device):
+    """The path of a save file's ``device`` group, None when unset: empty, or "(null)",
+    which the kernel prints for an unset path and ``nvmetcli save`` copies."""
+    path = (device or {}).get("path")
+    return None if path in (None, "", "(null)") else path
+
+
 def from_savefile(doc):
     """Turn an nvmetcli save-file document into desired specs.
 
@@ -146,7 +153,7 @@ def from_savefile(doc):
         spec["namespaces"] = []
         for ns in s.get("namespaces") or []:
             dev = ns.get("device") or {}
-            entry = {"nsid": ns.get("nsid"), "device_path": dev.get("path"),
+            entry = {"nsid": ns.get("nsid"), "device_path": saved_device_path(dev),
                      "enabled": bool(int(ns.get("enable", 1)))}
             if dev.get("uuid"):
                 entry["uuid"] = dev["uuid"]

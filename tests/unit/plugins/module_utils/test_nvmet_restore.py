@@ -480,3 +480,40 @@ def test_nvmetcli_document_restores_through_ours(root, files):
     assert state["subsystems"][SUB]["allowed_hosts"] == [HOST]
     assert state["subsystems"][SUB]["namespaces"][1]["enabled"]
     assert state["ports"][1]["subsystems"] == [SUB]
+
+
+def test_nvmetcli_discovery_group_is_restored_not_reported(root, files):
+    """`nvmetcli save` writes the target's discovery NQN as a top-level attribute group,
+    {"discovery": {"nqn": ...}} (Root.dump on a kernel with discovery_nqn, 6.12 included):
+    the default loses nothing and a custom one is restored, instead of every nvmetcli
+    document reporting "discovery" as not restored."""
+    with open(os.path.join(root, "nvmet", "discovery_nqn"), "w") as f:
+        f.write("nqn.2014-08.org.nvmexpress.discovery\n")
+    base = {"subsystems": [subsystem(SUB, [files[0]], allow_any="1")], "ports": [port(1, [SUB])]}
+    tree, result = run(root, dict(base, discovery={"nqn": "nqn.2014-08.org.nvmexpress.discovery"}))
+    assert (result["status"], result["not_restored"], result["skipped"]) == ("complete", [], [])
+    assert not any("discovery_nqn" in line for line in result["applied"])
+    tree, result = run(root, dict(base, discovery={"nqn": "nqn.2024-04.io.aiinfra.lab:discovery"}))
+    assert (result["status"], result["not_restored"], result["skipped"]) == ("complete", [], [])
+    assert tree.read()["discovery_nqn"] == "nqn.2024-04.io.aiinfra.lab:discovery"
+    # A discovery NQN the kernel would refuse (a subsystem's) is skipped and reported, the rest restored.
+    tree, result = run(root, dict(base, discovery={"nqn": SUB, "other": "x"}))
+    assert "discovery/nqn" in skipped(result)
+    assert [s["object"] for s in result["not_restored"]] == ["discovery/other"]
+    assert tree.read()["ports"][1]["subsystems"] == [SUB]
+
+
+def test_nvmetcli_unset_device_paths_are_no_device(root, files):
+    """The kernel prints an unset device path as "(null)" (snprintf of a NULL string), and
+    `nvmetcli save` copies it: the empty passthru every subsystem has (kernels with
+    CONFIG_NVME_TARGET_PASSTHRU) loses nothing, and a namespace saved with "(null)" has no
+    device, rather than a file named "(null)" that is missing."""
+    passthru = [{"device": {"path": "(null)"}, "enable": 0, "clear_ids": 1, "admin_timeout": 0, "io_timeout": 0}]
+    doc = {"subsystems": [dict(subsystem(SUB, [files[0]], allow_any="1"), passthru=passthru)],
+           "ports": [port(1, [SUB])]}
+    result = run(root, doc)[1]
+    assert (result["status"], result["not_restored"], result["skipped"]) == ("complete", [], [])
+    ns = {"nsid": 2, "enable": 0, "device": {"path": "(null)", "nguid": "00000000-0000-0000-0000-000000000000"}}
+    doc["subsystems"][0]["namespaces"].append(ns)
+    result = run(root, doc)[1]
+    assert skipped(result)["subsystems/%s/namespaces/2" % SUB].startswith("it has no device")

@@ -340,3 +340,14 @@ def test_secrets_of_lists_the_keys():
     assert secrets_of({"hosts": [{"nqn": HOST, "dhchap": {"key": k1, "ctrl_key": k2, "hash": "hmac(sha256)"}},
                                  {"nqn": HOST2}]}) == [k1, k2]
     assert secrets_of(["x"]) == []
+
+
+def test_nvmetcli_empty_passthru_with_null_path_is_not_a_passthru(files):
+    """`nvmetcli save` copies the kernel's "(null)" for the unset passthru device path of
+    every subsystem (CONFIG_NVME_TARGET_PASSTHRU): that is no passthru subsystem."""
+    passthru = [{"device": {"path": "(null)"}, "enable": 0, "clear_ids": 1, "admin_timeout": 0, "io_timeout": 0}]
+    doc = {"subsystems": [dict(sub(SUB, files[:1]), passthru=passthru)]}
+    assert validate_document(doc, sysfs_root=None) == []
+    doc["subsystems"][0]["passthru"][0]["device"]["path"] = "/dev/nvme0"
+    assert validate_document(doc, sysfs_root=None) == [
+        "subsystems[0].passthru[0]: passthru subsystems are not managed by this module"]
