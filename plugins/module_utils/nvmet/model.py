@@ -208,26 +208,20 @@ class ConfigfsTree(object):
                             by_port[port] = by_port.get(port, 0) + 1
             return {"by_subsystem": by_subsys, "by_port": by_port, "exact": True}
         unknown = False
-        tcp = None
-        rdma = None
+        # Each transport's peer list is read once, for the first port that needs it.
+        readers = {"tcp": self._tcp_established, "rdma": self._rdma_connected}
+        peers = {}
         for pid, port in state["ports"].items():
             if not port["subsystems"]:
                 continue
             n = 0
-            if port["trtype"] == "tcp":
-                if tcp is None:
-                    tcp = self._tcp_established()
-                if tcp is None:
+            if port["trtype"] in readers:
+                if peers.get(port["trtype"]) is None:
+                    peers[port["trtype"]] = readers[port["trtype"]]()
+                if peers[port["trtype"]] is None:
                     unknown = True
                     continue
-                n = sum(1 for a in tcp if _addr_match(a, port["traddr"], port["trsvcid"]))
-            elif port["trtype"] == "rdma":
-                if rdma is None:
-                    rdma = self._rdma_connected()
-                if rdma is None:
-                    unknown = True
-                    continue
-                n = sum(1 for a in rdma if _addr_match(a, port["traddr"], port["trsvcid"]))
+                n = sum(1 for a in peers[port["trtype"]] if _addr_match(a, port["traddr"], port["trsvcid"]))
             elif port["trtype"] == "loop":
                 n = 0
                 for ctrl in _listdir(os.path.join(self.sysfs_root, "class", "nvme")):
