@@ -95,6 +95,14 @@ options:
     type: str
     choices: [none, listed, all]
     default: none
+  keep_port_links:
+    description:
+      - With O(purge=listed) or O(purge=all), a listed port keeps its links to subsystems that the document does not
+        list and that stay in configfs (other users' subsystems on a shared port). Its other settings are still made
+        exactly as declared.
+      - Without it, such links are removed, as O(purge) says.
+    type: bool
+    default: false
   force:
     description: Go ahead with changes that disconnect connected hosts, or when this host cannot tell whether any are.
     type: bool
@@ -234,6 +242,7 @@ def main():
             )),
             src=dict(type="path"),
             purge=dict(type="str", default="none", choices=list(PURGE_CHOICES)),
+            keep_port_links=dict(type="bool", default=False),
             force=dict(type="bool", default=False),
             allow_reconfigure=dict(type="bool", default=False),
             check_paths=dict(type="bool", default=True),
@@ -251,7 +260,8 @@ def main():
         check_configfs(tree)
         state = tree.read()
         check_document(doc, state, p["purge"], tree.sysfs_root, p["check_paths"])
-        ops = plan_target(tree, state, doc, p["purge"], p["force"], p["allow_reconfigure"])
+        ops = plan_target(tree, state, doc, p["purge"], p["force"], p["allow_reconfigure"],
+                          keep_port_links=p["keep_port_links"])
     except DocumentError as exc:
         module.fail_json(msg=exc.msg, errors=exc.errors, changed=False, operations=[])
     except NvmetError as exc:

@@ -118,8 +118,22 @@ def _keep_undeclared(doc, state):
     return doc
 
 
-def plan_target(tree, state, doc, purge="none", force=False, allow_reconfigure=False):
+def _keep_port_links(doc, state):
+    """A listed port's links to subsystems configfs keeps and the document does not name."""
+    doc = copy.deepcopy(doc)
+    for port in doc.get("ports") or []:
+        have = state["ports"].get(int(port.get("portid")))
+        if have is not None:
+            links = list(port.get("subsystems") or [])
+            port["subsystems"] = links + sorted(n for n in have["subsystems"] if n not in links and n in state["subsystems"])
+    return doc
+
+
+def plan_target(tree, state, doc, purge="none", force=False, allow_reconfigure=False, keep_port_links=False):
     """Plan the whole document (already checked by :func:`check_document`) against state.
+
+    ``keep_port_links`` (with purge listed or all): a listed port keeps its links to the
+    subsystems the document does not list and this run leaves in place.
 
     Returns the ordered operations. Raises NvmetError when a guard refuses (live
     connections without force, a port reconfigure without allow_reconfigure, ...).
@@ -140,7 +154,10 @@ def plan_target(tree, state, doc, purge="none", force=False, allow_reconfigure=F
             st = step(plan_port(st, {"port_id": pid, "state": "absent"}, conns, force))
         for nqn in sorted(n for n in state["subsystems"] if n not in subs):
             st = step(plan_subsystem(st, {"nqn": nqn, "state": "absent"}, conns, force))
-    planned = doc if purge != "none" else _keep_undeclared(doc, st)
+    if purge == "none":
+        planned = _keep_undeclared(doc, st)
+    else:
+        planned = doc = _keep_port_links(doc, st) if keep_port_links else doc
     st = step(plan_document(tree, st, planned, force=force, allow_reconfigure=allow_reconfigure, check_paths=False))
     if purge in ("listed", "all"):
         for raw in from_savefile(doc)["ports"]:
