@@ -193,6 +193,25 @@ def test_purge_listed_makes_listed_objects_exact_and_leaves_the_others(root, fil
     assert converge(root, purge_doc(files), purge="listed")[1] == []
 
 
+def test_purge_listed_with_keep_port_links_keeps_other_subsystems_on_a_shared_port(root, files):
+    """The nvmeof_target role's case: its port is shared with a subsystem it does not declare."""
+    quiet(root)
+    existing(root, files)
+    link(root, "subsystems/" + SUB3, "ports/1/subsystems/" + SUB3)
+    doc = {"subsystems": [sub(SUB2, files[2:3], allow_any="1")], "ports": [port(1, [SUB2])]}
+    tree = EmulatedTree(root)
+    check_document(doc, tree.read(), "listed", tree.sysfs_root)
+    ops = plan_target(tree, tree.read(), doc, "listed", keep_port_links=True)
+    apply_plan(tree, ops)
+    st = tree.read()
+    assert st["ports"][1]["subsystems"] == sorted([SUB, SUB2, SUB3])
+    assert sorted(st["ports"][1]["ana_groups"]) == [1]  # the rest of the port is still made exact
+    assert plan_target(tree, st, doc, "listed", keep_port_links=True) == []
+    # without it, listed makes the links exact
+    assert sorted(op.text() for op in plan_target(tree, st, doc, "listed") if op.kind == "unlink") == [
+        "unlink ports/1/subsystems/" + SUB, "unlink ports/1/subsystems/" + SUB3]
+
+
 def test_purge_all_removes_unlisted_subsystems_ports_and_hosts(root, files):
     quiet(root)
     existing(root, files)
