@@ -125,8 +125,8 @@ def _namespace(ns, where, short, errors, index):
         return None
     kind = given[0]
     value = str(ns[kind]).strip()
-    out = {"nsid": nsid, "kind": kind, "value": value, "enabled": _bool(ns.get("enabled", True), where + ".enabled",
-                                                                            errors)}
+    enabled = _bool(ns.get("enabled", True), where + ".enabled", errors)
+    out = {"nsid": nsid, "kind": kind, "value": value, "enabled": enabled}
     if kind in ("device", "file") and _KERNEL_NAME.match(posixpath.normpath(value)):
         errors.append("%s.%s: %r is a kernel name that can change at the next boot; use its %s path, its serial "
                       "or its WWN" % (where, kind, value, BY_ID))
@@ -252,7 +252,7 @@ def normalize(subsystems, ports, short, inventory_groups):
             elif h in inventory_groups:
                 groups.add(h)
             else:
-                errors.append("%s.allowed_hosts[%d]: %r is neither a host NQN (nqn.…) nor an inventory group"
+                errors.append("%s.allowed_hosts[%d]: %r is neither a host NQN (nqn...) nor an inventory group"
                               % (where, j, h))
         port_ids = s.get("ports")
         if port_ids is None:

@@ -82,8 +82,8 @@ TOPOLOGY_SUBS = [
      "allowed_hosts": [TE3, "trainers"], "ports": [2]},
 ]
 TOPOLOGY_PORTS = [
-    {"id": 1, "transport": "tcp", "address": "10.99.0.1", "ana_groups": [{"id": 1, "state": "optimized"},
-                                                                          {"id": 2, "state": "non-optimized"}]},
+    {"id": 1, "transport": "tcp", "address": "10.99.0.1",
+     "ana_groups": [{"id": 1, "state": "optimized"}, {"id": 2, "state": "non-optimized"}]},
     {"id": 2, "transport": "rdma", "address": "10.99.1.1", "service_id": 4421},
 ]
 
