@@ -192,8 +192,9 @@ options:
         V(socket); or another net plugin's name as NCCL prints it), C(gdr) (true - every network channel must be
         C(/GDRDMA)), C(nvls) (true or false), C(min_nics) (NICs in NCCL's C(NET/IB) device list),
         C(all_ranks) (default true - every rank must print the proof).
-      - When set, the job runs with C(NCCL_DEBUG=INFO) and C(NCCL_DEBUG_SUBSYS) including C(INIT,NET) (a warning
-        says so when O(environment) asked for less); C(NCCL_DEBUG_FILE) is refused. The parsed facts are in
+      - When set, the job runs with C(NCCL_DEBUG=INFO) (a warning says so when O(environment) asked for less), and a
+        C(NCCL_DEBUG_SUBSYS) given in O(environment) is extended with C(INIT), the subsystem of the lines read
+        (NCCL's default list has it); C(NCCL_DEBUG_FILE) is refused. The parsed facts are in
         RV(transport) whether or not a requirement is set, when the output has INFO lines.
     type: dict
   expectations:
@@ -205,6 +206,12 @@ options:
       - The out-of-place busbw at the largest size is compared with it; RV(expectation) explains the verdict in one
         sentence with the figure's source. More than C(tolerance_pct) below fails the task unless
         O(expectation_gate=false).
+    type: dict
+  expectations_overrides:
+    description:
+      - Entries in the schema of O(expectations) (C(models), C(expectations)) laid over it - for a cluster's own
+        figures. An entry with the C(id) of a catalog entry replaces it; the others come first (a user's model
+        rule is tried before the catalog's).
     type: dict
   expectation_scope:
     description: Which expectation applies - V(single_node) (NVLink/NVSwitch, xGMI) or V(multi_node). Defaults to
@@ -500,6 +507,7 @@ def argument_spec():
         expected_gpus=dict(type="int"),
         require_transport=dict(type="dict"),
         expectations=dict(type="dict"),
+        expectations_overrides=dict(type="dict"),
         expectation_scope=dict(type="str", choices=["single_node", "multi_node"]),
         network=dict(type="str"),
         expectation_gate=dict(type="bool", default=True),

@@ -95,7 +95,7 @@ def plan_job(p, find, run_command, check_mode=False, exists=os.path.exists, exec
             # The proof is NCCL's own INFO lines on the job's output.
             env, notes = T.debug_environment(env)
             warnings.extend(notes)
-        C.validate(p.get("expectations"))
+        C.merge(p.get("expectations"), p.get("expectations_overrides"))
     except (T.TransportError, C.CatalogError) as exc:
         raise NcclJobError(str(exc))
     if p.get("expectations") and (p.get("expectation_scope") or _default_scope(p)) == "multi_node" \
@@ -248,7 +248,7 @@ def expectation_fields(report, summary, p, host):
     """The catalog verdict for this run (None without a catalog)."""
     if not p.get("expectations"):
         return None
-    catalog = C.validate(p["expectations"])
+    catalog = C.merge(p["expectations"], p.get("expectations_overrides"))
     scope = p.get("expectation_scope") or _default_scope(p)
     hosts = summary["hosts"] or [host]
     per_node = None

@@ -312,7 +312,7 @@ def _check_gdr(ranks, require):
             failures.append("%s: NCCL says GPU Direct RDMA Disabled for %s" % (_who(r), "; ".join(r["gdr_disabled"])))
     if not net_ranks and not failures:
         failures.append("no rank printed a channel over the network, so gdr=true is not proven (NCCL_DEBUG_SUBSYS "
-                        "must include INIT or NET; a single-node run has no network channel)")
+                        "must include INIT; a single-node run has no network channel)")
     return failures
 
 
@@ -368,7 +368,7 @@ def summary(facts):
 # --------------------------------------------------------------------------- environment
 
 def debug_environment(env):
-    """``(env, notes)``: ``env`` with NCCL_DEBUG=INFO and the INIT and NET subsystems.
+    """``(env, notes)``: ``env`` with NCCL_DEBUG=INFO and the INIT subsystem.
 
     Raises TransportError when NCCL_DEBUG_FILE would send the lines to a file this module
     does not read.
@@ -382,15 +382,13 @@ def debug_environment(env):
     if level not in ("INFO", "TRACE"):
         notes.append("NCCL_DEBUG=%s was raised to INFO to prove the transport" % (env.get("NCCL_DEBUG") or "unset"))
         env["NCCL_DEBUG"] = "INFO"
+    # The channel, NET/IB and "Using network" lines are logged under INIT (with NET or P2P);
+    # NCCL's default subsystem list (INIT,BOOTSTRAP,ENV; INIT in older releases) has it.
+    # Left unset, then: srun --export cannot carry a comma-separated value.
     subsys = env.get("NCCL_DEBUG_SUBSYS")
-    if not subsys:
-        env["NCCL_DEBUG_SUBSYS"] = "INIT,NET,GRAPH"
-    else:
+    if subsys:
         names = [s.strip().upper() for s in str(subsys).split(",") if s.strip()]
-        if "ALL" not in names and not any(s.startswith("^") for s in names):
-            added = [s for s in ("INIT", "NET") if s not in names]
-            if added:
-                env["NCCL_DEBUG_SUBSYS"] = ",".join(names + added)
-                notes.append("NCCL_DEBUG_SUBSYS=%s was extended with %s to prove the transport"
-                             % (subsys, ",".join(added)))
+        if "ALL" not in names and "INIT" not in names and not any(s.startswith("^") for s in names):
+            env["NCCL_DEBUG_SUBSYS"] = ",".join(names + ["INIT"])
+            notes.append("NCCL_DEBUG_SUBSYS=%s was extended with INIT to prove the transport" % subsys)
     return env, notes
