@@ -241,4 +241,6 @@ def verdict(host, test, measured, size, expectation, model, why_not=None):
 def _gbs(value):
     if value is None:
         return "?"
-    return ("%.0f" % value) if value >= 100 or float(value).is_integer() else ("%.1f" % value)
+    if value >= 100 or float(value).is_integer():
+        return "%.0f" % value
+    return ("%.1f" % value) if value >= 1 else ("%.2f" % value)

@@ -77,6 +77,7 @@ def test_the_a3_mega_figure_is_the_fixture_s_last_row():
     ("NVIDIA A100-SXM4-80GB", "a100_sxm"),
     ("NVIDIA H200", "h200"),
     ("NVIDIA H200 NVL", "h200_nvl"),     # listed before H200: first match wins
+    ("NVIDIA GH200 120GB", "gh200"),     # contains "H200": GH200 is listed first
     ("NVIDIA GB200", "gb200"),           # "GB200" contains "B200": GB200 is listed first
     ("NVIDIA B200", "b200"),
     ("AMD Instinct MI300X", "mi300x"),
