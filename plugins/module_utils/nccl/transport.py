@@ -67,7 +67,7 @@ def parse(text):
     order = []
     count = 0
     for raw in (text or "").splitlines():
-        _, line = strip_launcher_prefix(raw)
+        line = strip_launcher_prefix(raw)[1]
         m = _LINE.search(line)
         if not m:
             continue
@@ -330,19 +330,14 @@ def _describe(require):
 
 
 def _ranges(numbers):
-    out = []
-    start = prev = None
+    """``[1, 2, 3, 7]`` -> ``1-3,7``."""
+    spans = []
     for n in numbers:
-        if start is None:
-            start = prev = n
-        elif n == prev + 1:
-            prev = n
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
         else:
-            out.append("%d" % start if start == prev else "%d-%d" % (start, prev))
-            start = prev = n
-    if start is not None:
-        out.append("%d" % start if start == prev else "%d-%d" % (start, prev))
-    return ",".join(out)
+            spans.append([n, n])
+    return ",".join("%d" % a if a == b else "%d-%d" % (a, b) for a, b in spans)
 
 
 def summary(facts):

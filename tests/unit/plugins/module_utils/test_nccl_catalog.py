@@ -110,10 +110,10 @@ def test_select_single_node_needs_the_gpu_count_of_the_figure():
 
 def test_select_multi_node_needs_the_network():
     cat = catalog()
-    e, _, why = C.select(cat, ["NVIDIA H100 80GB HBM3"], "all_reduce", "multi_node", gpus_per_node=8)
-    assert e is None and "no network was given" in why
-    e, _, _ = C.select(cat, ["NVIDIA H100 80GB HBM3"], "all_reduce", "multi_node", gpus_per_node=8,
-                       network="GCP-A3-Mega-TCPXO")
+    e, model, why = C.select(cat, ["NVIDIA H100 80GB HBM3"], "all_reduce", "multi_node", gpus_per_node=8)
+    assert e is None and model["id"] == "h100_sxm" and "no network was given" in why
+    e = C.select(cat, ["NVIDIA H100 80GB HBM3"], "all_reduce", "multi_node", gpus_per_node=8,
+                 network="GCP-A3-Mega-TCPXO")[0]
     assert e["id"] == "h100_sxm-multi-gcp-a3-mega-all_reduce"
 
 
@@ -130,7 +130,7 @@ def test_select_refuses_a_job_over_two_models_and_unknown_names():
 
 def h100_single():
     cat = catalog()
-    e, model, _ = C.select(cat, ["NVIDIA H100 80GB HBM3"], "all_reduce", "single_node", gpus_per_node=8)
+    e, model = C.select(cat, ["NVIDIA H100 80GB HBM3"], "all_reduce", "single_node", gpus_per_node=8)[:2]
     return e, model
 
 
@@ -172,7 +172,7 @@ def test_verdict_not_compared_below_the_figure_s_size():
 
 def test_verdict_without_a_published_figure_says_so():
     cat = catalog()
-    e, model, _ = C.select(cat, ["NVIDIA B200"], "all_reduce", "single_node", gpus_per_node=8)
+    e, model = C.select(cat, ["NVIDIA B200"], "all_reduce", "single_node", gpus_per_node=8)[:2]
     v = C.verdict("b1", "all_reduce", 650.0, GIB8, e, model)
     assert v["status"] == C.NOT_COMPARED
     assert "not compared: the B200 single-node expectation has no published figure (no public nccl-tests" in v["text"]
@@ -188,7 +188,7 @@ def test_override_with_a_catalog_id_replaces_the_figure():
                               "gpus": 8, "test": "all_reduce", "min_size": "8G", "busbw": 455, "tolerance_pct": 5,
                               "source": {"title": "our acceptance run", "url": None}}]}
     cat = C.merge(shipped(), over)
-    e, model, _ = C.select(cat, ["NVIDIA H100 80GB HBM3"], "all_reduce", "single_node", gpus_per_node=8)
+    e, model = C.select(cat, ["NVIDIA H100 80GB HBM3"], "all_reduce", "single_node", gpus_per_node=8)[:2]
     assert (e["busbw"], e["tolerance_pct"], e["source"]["title"]) == (455.0, 5.0, "our acceptance run")
     assert len([x for x in cat["expectations"] if x["id"] == e["id"]]) == 1
     v = C.verdict("te7", "all_reduce", 430.0, GIB8, e, model)
@@ -201,7 +201,7 @@ def test_override_model_rule_is_tried_before_the_catalog_s():
                               "test": "all_reduce", "busbw": 40, "source": {"title": "ours"}}]}
     cat = C.merge(shipped(), over)
     assert cat["models"][0]["id"] == "h100_pcie"
-    e, model, _ = C.select(cat, ["NVIDIA H100 PCIe"], "all_reduce", "single_node", gpus_per_node=2)
+    e, model = C.select(cat, ["NVIDIA H100 PCIe"], "all_reduce", "single_node", gpus_per_node=2)[:2]
     assert (model["label"], e["busbw"]) == ("H100 PCIe", 40.0)
     # The shipped catalog is untouched by the merge.
     assert C.model_for(catalog(), "NVIDIA H100 PCIe") is None
@@ -232,5 +232,5 @@ def test_bad_override_is_refused():
 
 
 def test_human_size():
-    assert [C.human_size(n) for n in (GIB8, 128 << 20, 4096, 1000, None)] == ["8 GiB", "128 MiB", "4 KiB",
-                                                                               "1000 B", "?"]
+    sizes = [C.human_size(n) for n in (GIB8, 128 << 20, 4096, 1000, None)]
+    assert sizes == ["8 GiB", "128 MiB", "4 KiB", "1000 B", "?"]
