@@ -90,8 +90,18 @@ def _expectation(e, where):
         raise CatalogError("%s: gpus must be a positive integer (GPUs per node), got %r" % (where, gpus))
     try:
         min_size = size_to_bytes(e.get("min_size", 0), "min_size")
+        figures = [(min_size, float(busbw))] if busbw is not None else []
+        more = e.get("busbw_at") or {}
+        if not isinstance(more, dict):
+            raise CatalogError("%s: busbw_at must map sizes to GB/s, for example {1G: 466.35}, got %r" % (where, more))
+        for key, value in more.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise CatalogError("%s: busbw_at[%s] must be a positive number of GB/s, got %r" % (where, key, value))
+            figures.append((size_to_bytes(str(key), "busbw_at size"), float(value)))
     except NcclTestsError as exc:
         raise CatalogError("%s: %s" % (where, exc))
+    if figures and busbw is None:
+        raise CatalogError("%s: busbw_at needs busbw (the figure at min_size)" % where)
     source = e.get("source")
     if not isinstance(source, dict) or not source.get("title"):
         raise CatalogError("%s: source must say where the figure comes from (a mapping with title, url, detail)"
@@ -100,6 +110,8 @@ def _expectation(e, where):
         "id": str(e["id"]), "model": str(e["model"]), "scope": e["scope"], "test": str(e["test"]),
         "gpus": gpus, "network": str(e["network"]) if e.get("network") else None,
         "min_size": min_size, "busbw": float(busbw) if busbw is not None else None,
+        # Every published (size, busbw) pair, smallest size first.
+        "figures": sorted(set(figures)),
         "tolerance_pct": float(tolerance),
         "source": {"title": str(source["title"]), "url": source.get("url"), "detail": source.get("detail")},
     }
@@ -195,11 +207,12 @@ def verdict(host, test, measured, size, expectation, model, why_not=None):
 
     ``status``: ``pass`` (within tolerance), ``below`` (more than tolerance_pct under the
     expectation: the gate fails), ``not_compared`` (no expectation, no figure, no result,
-    or a largest size under the expectation's ``min_size``; ``text`` says which).
+    or a largest size under the expectation's smallest figure; ``text`` says which). The figure
+    compared is the one at the largest published size not above the run's largest size.
     """
     out = {"status": NOT_COMPARED, "host": host, "test": test, "measured_busbw": measured, "size": size,
            "model": model["label"] if model else None, "expectation_id": None, "expected_busbw": None,
-           "tolerance_pct": None, "deficit_pct": None, "source": None, "text": ""}
+           "expected_size": None, "tolerance_pct": None, "deficit_pct": None, "source": None, "text": ""}
     head = "%s: %s busbw %s GB/s at %s" % (host, test, _gbs(measured), human_size(size))
     if expectation is None:
         out["text"] = "%s, not compared with an expectation: %s" % (head, why_not or "none selected")
@@ -216,25 +229,29 @@ def verdict(host, test, measured, size, expectation, model, why_not=None):
         out["text"] = "%s: no out-of-place result to compare with %s of %s GB/s" % (
             head, what, _gbs(expectation["busbw"]))
         return out
-    if size is None or size < expectation["min_size"]:
-        out["text"] = ("%s, not compared: %s of %s GB/s holds from %s, the largest size measured is smaller "
-                       "(raise maxbytes)" % (head, what, _gbs(expectation["busbw"]),
-                                             human_size(expectation["min_size"])))
+    usable = [f for f in expectation["figures"] if size is not None and f[0] <= size]
+    if not usable:
+        smallest = expectation["figures"][0][0]
+        out["text"] = ("%s, not compared: %s has figures from %s, the largest size measured is smaller "
+                       "(raise maxbytes)" % (head, what, human_size(smallest)))
         return out
-    expected = expectation["busbw"]
+    # The figure at the largest published size the run reached (busbw grows with size).
+    figure_size, expected = usable[-1]
+    out["expected_busbw"], out["expected_size"] = expected, figure_size
+    at = " at %s" % human_size(figure_size) if figure_size != size else ""
     deficit = (expected - measured) / expected * 100.0
     out["deficit_pct"] = round(deficit, 1)
     source = "(source: %s)" % _source_words(expectation["source"])
     if deficit > expectation["tolerance_pct"]:
         out["status"] = BELOW
-        out["text"] = "%s, %d %% below %s of %s GB/s, more than the %s %% tolerance %s" % (
-            head, int(round(deficit)), what, _gbs(expected), _gbs(expectation["tolerance_pct"]), source)
+        out["text"] = "%s, %d %% below %s of %s GB/s%s, more than the %s %% tolerance %s" % (
+            head, int(round(deficit)), what, _gbs(expected), at, _gbs(expectation["tolerance_pct"]), source)
     else:
         out["status"] = PASS
         relation = ("%d %% below" % int(round(deficit)) if deficit >= 0.5
                     else "%d %% above" % int(round(-deficit)) if deficit <= -0.5 else "at")
-        out["text"] = "%s, %s %s of %s GB/s, within the %s %% tolerance %s" % (
-            head, relation, what, _gbs(expected), _gbs(expectation["tolerance_pct"]), source)
+        out["text"] = "%s, %s %s of %s GB/s%s, within the %s %% tolerance %s" % (
+            head, relation, what, _gbs(expected), at, _gbs(expectation["tolerance_pct"]), source)
     return out
 
 

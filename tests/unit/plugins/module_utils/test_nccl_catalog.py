@@ -64,10 +64,14 @@ def test_the_published_figures_are_the_ones_read_from_their_sources():
 
 def test_the_a3_mega_figure_is_the_fixture_s_last_row():
     with open(os.path.join(FIXTURES, "gcp_a3mega_h100_all_reduce_2nodes_8G.txt")) as handle:
-        summary = G.summarize(NP.parse_text(handle.read()))
+        text = handle.read()
+    summary = G.summarize(NP.parse_text(text))
     figures = dict((e["id"], e["busbw"]) for e in catalog()["expectations"])
     assert summary["largest_size"] == GIB8
     assert figures["h100_sxm-multi-gcp-a3-mega-all_reduce"] == summary["largest_size_busbw"] == 338.82
+    a3 = [e for e in catalog()["expectations"] if e["id"] == "h100_sxm-multi-gcp-a3-mega-all_reduce"][0]
+    at_1g = [r["out_of_place"]["busbw"] for r in NP.parse_text(text)["rows"] if r["size"] == 1 << 30]
+    assert a3["figures"] == [(1 << 30, at_1g[0]), (GIB8, 338.82)]
 
 
 # --------------------------------------------------------------------------- GPU names
@@ -167,7 +171,34 @@ def test_verdict_not_compared_below_the_figure_s_size():
     v = C.verdict("te7", "all_reduce", 120.0, 128 << 20, e, model)
     assert v["status"] == C.NOT_COMPARED
     assert v["text"] == ("te7: all_reduce busbw 120 GB/s at 128 MiB, not compared: the H100 SXM single-node "
-                         "expectation of 479 GB/s holds from 8 GiB, the largest size measured is smaller (raise maxbytes)")
+                         "expectation has figures from 1 GiB, the largest size measured is smaller (raise maxbytes)")
+
+
+def test_verdict_uses_the_figure_at_the_largest_size_the_run_reached():
+    e, model = h100_single()
+    assert e["figures"] == [(1 << 30, 466.35), (GIB8, 478.87)]
+    # The role's default sweep ends at 1G: the source's 1G figure applies.
+    v = C.verdict("te7", "all_reduce", 300.0, 1 << 30, e, model)
+    assert (v["status"], v["expected_busbw"], v["expected_size"]) == (C.BELOW, 466.35, 1 << 30)
+    assert v["text"].startswith("te7: all_reduce busbw 300 GB/s at 1 GiB, 36 % below the H100 SXM single-node "
+                                "expectation of 466 GB/s, more than")
+    # 4 GiB reached: still the 1G figure (no published one in between), and the text says which size it is for.
+    v = C.verdict("te7", "all_reduce", 470.0, 4 << 30, e, model)
+    assert v["status"] == C.PASS and v["text"].startswith(
+        "te7: all_reduce busbw 470 GB/s at 4 GiB, 1 % above the H100 SXM single-node expectation of 466 GB/s at 1 GiB, "
+        "within the 10 % tolerance")
+
+
+def test_bad_busbw_at_is_refused():
+    doc = copy.deepcopy(shipped())
+    doc["expectations"][0]["busbw_at"] = {"1G": 0}
+    with pytest.raises(C.CatalogError) as err:
+        C.validate(doc)
+    assert "busbw_at[1G] must be a positive number of GB/s, got 0" in str(err.value)
+    doc["expectations"][0]["busbw_at"] = {"1X": 5}
+    with pytest.raises(C.CatalogError) as err:
+        C.validate(doc)
+    assert "busbw_at size must be a byte count" in str(err.value)
 
 
 def test_verdict_without_a_published_figure_says_so():
