@@ -53,7 +53,7 @@ def _new(host, pid, dev):
             "network": None, "nics": [], "socket_interfaces": [], "channels": {}, "net_channels": 0,
             "gdr_channels": 0, "gdr_enabled": [], "gdr_disabled": [], "nvls_support": None,
             "nvls_channels": None, "nvls_heads": False, "coll_channels": None, "p2p_channels": None,
-            "net_names": [], "warnings": []}
+            "net_names": [], "net_devices": [], "warnings": []}
 
 
 def parse(text):
@@ -146,6 +146,8 @@ def _channel(proc, channel, via):
             proc["gdr_channels"] += 1
         if parts[1] not in proc["net_names"]:
             proc["net_names"].append(parts[1])
+        if len(parts) > 2 and parts[2].isdigit() and int(parts[2]) not in proc["net_devices"]:
+            proc["net_devices"].append(int(parts[2]))
     else:
         label = "/".join(parts[:2]) if kind == "P2P" and len(parts) > 1 else kind
     proc["channels"].setdefault(label, set()).add(channel)
@@ -169,6 +171,10 @@ def _finish(proc):
     else:
         proc["nvls"] = None
     # The network the rank's channels used; else the one NCCL selected at init.
+    # The NICs the rank's network channels went through (NET/IB/<index>), by name when
+    # the rank printed its device list.
+    proc["nics_used"] = [proc["nics"][i] if i < len(proc["nics"]) else "#%d" % i
+                         for i in sorted(proc.pop("net_devices"))]
     used = proc.pop("net_names")
     proc["network_used"] = used[0] if len(used) == 1 else (", ".join(used) if used else None)
     if proc["network_used"]:

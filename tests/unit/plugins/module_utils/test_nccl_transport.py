@@ -45,6 +45,8 @@ def test_ib_with_gpudirect_rdma_on_every_channel():
     assert (r0["host"], r0["pid"], r0["device"]) == ("leader-h2nng", 523, 0)
     assert r0["transports"] == {"NET/IB": 2} and r0["net_channels"] == 2 and r0["gdr"] is True
     assert rank(facts, 5)["transports"] == {"NET/IB": 1}    # a [send] line: the sender is the rank
+    # Rail by rail: rank 4's and rank 6's channels go through NIC 4 and NIC 6 (no device list in the excerpt).
+    assert (rank(facts, 4)["nics_used"], rank(facts, 6)["nics_used"]) == (["#4"], ["#6"])
     assert facts["transports"] == ["NET/IB"] and facts["gdr"] is True
     assert T.check(facts, {"network": "ib", "gdr": True, "all_ranks": False}) == []
 
@@ -54,7 +56,7 @@ def test_p2p_and_ib_channels_are_counted_per_transport_and_channel():
     r0 = rank(facts, 0)
     # Ten distinct channel numbers over P2P/IPC (14 and 15 appear for two peers), two over IB.
     assert r0["transports"] == {"NET/IB": 2, "P2P/IPC": 10}
-    assert r0["network_used"] == "IB" and r0["gdr"] is True
+    assert r0["network_used"] == "IB" and r0["gdr"] is True and r0["nics_used"] == ["#1"]
     assert T.summary(facts) == "IB on 1 rank(s); channels via NET/IB, P2P/IPC; GDR on; NVLS not reported"
 
 
