@@ -401,8 +401,9 @@ transport:
   description:
     - What NCCL's INFO lines say about the path it took, when the output has them (null otherwise) - C(ranks)
       (per rank - C(rank), C(host), C(pid), C(device), C(network) selected, C(network_used) by its channels,
-      C(nics), C(nics_used) (the NICs its network channels went through), C(transports) (channels per transport, for example C(NET/IB), C(P2P/CUMEM), C(SHM)), C(gdr),
-      C(nvls), C(coll_channels), C(nvls_channels)), C(networks), C(transports), C(gdr), C(nvls), C(summary)
+      C(nics), C(nics_used) (the NICs its network channels went through), C(transports) (channels per
+      transport, for example C(NET/IB), C(P2P/CUMEM), C(SHM)), C(gdr), C(nvls), C(coll_channels),
+      C(nvls_channels)), C(networks), C(transports), C(gdr), C(nvls), C(summary)
       (one line), C(required) and C(passed) (null without O(require_transport)).
   returned: when the job ran
   type: dict
