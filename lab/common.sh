@@ -5,7 +5,6 @@ LAB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 LAB_CACHE=${AIINFRA_LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/aiinfra-fabric-lab}
 # One lab instance per run folder: several can run side by side with their own
 # AIINFRA_LAB_RUN, AIINFRA_LAB_SSH_PORT_BASE and AIINFRA_LAB_FABRIC_PORT.
-LAB_RUN=${AIINFRA_LAB_RUN:-$LAB_CACHE/run}
 # The lab's shape (every default is the original two-VM, one-link lab the scenarios use):
 #   AIINFRA_LAB_NODES=2..4        VMs te1..teN on the fabric (more than 2: a multicast hub)
 #   AIINFRA_LAB_FABRIC_LINKS=1|2  a second, independent fabric link on eth2 (10.99.1.0/24)
@@ -20,6 +19,12 @@ case $LAB_NODES in 2|3|4) ;; *) echo "lab: error: AIINFRA_LAB_NODES must be 2, 3
 case $LAB_FABRIC_LINKS in 1|2) ;; *) echo "lab: error: AIINFRA_LAB_FABRIC_LINKS must be 1 or 2 (got '$LAB_FABRIC_LINKS')" >&2; exit 1 ;; esac
 case $LAB_NVME_DRIVES in [0-8]) ;; *) echo "lab: error: AIINFRA_LAB_NVME_DRIVES must be 0..8 (got '$LAB_NVME_DRIVES')" >&2; exit 1 ;; esac
 case $LAB_DISTRO in bookworm|trixie) ;; *) echo "lab: error: AIINFRA_LAB_DISTRO must be bookworm or trixie (got '$LAB_DISTRO')" >&2; exit 1 ;; esac
+# A lab of another shape keeps its own run folder (its own saved booted state): the default
+# lab's snapshot survives a scenario that needs three VMs or NVMe drives.
+LAB_SHAPE=
+[ "$LAB_NODES$LAB_FABRIC_LINKS$LAB_NVME_DRIVES$LAB_DISTRO" = 210bookworm ] \
+  || LAB_SHAPE=-$LAB_DISTRO-n$LAB_NODES-l$LAB_FABRIC_LINKS-d$LAB_NVME_DRIVES
+LAB_RUN=${AIINFRA_LAB_RUN:-$LAB_CACHE/run}$LAB_SHAPE
 LAB_VMS=()
 for _i in $(seq 1 "$LAB_NODES"); do LAB_VMS+=("te$_i"); done
 unset _i
