@@ -61,7 +61,7 @@ def test_nvmet_info_reports_the_topology():
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(root, ".cache", "collections"),
                ANSIBLE_HOST_KEY_CHECKING="false", ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json")
     out = subprocess.run(["ansible", "te1", "-i", os.path.join(root, "inventory", "lab"), "-m", "aiinfra.fabric.nvmet_info"],
-                         env=env, capture_output=True, text=True, timeout=300)
+                         env=env, capture_output=True, text=True, timeout=300, check=False)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     result = json.loads(out.stdout)["plays"][0]["tasks"][0]["hosts"]["te1"]
     info = result["nvmet"]
