@@ -14,7 +14,8 @@
 # 16 subsystems x 16 namespaces through (a), (b), (c); then 64x4, 1x256 (the same 256
 # namespaces) and 32x16 (512) through (b) and (c). Namespaces are 1 MiB sparse files. Between
 # runs the target is cleared with `nvmet-restore clear` (not timed). Prints a table of
-# seconds and ratios. ANSIBLE_CONFIG defaults to lab/ansible.cfg (Mitogen).
+# seconds and ratios. ANSIBLE_CONFIG defaults to lab/ansible.cfg (Mitogen); (b) for 16x16
+# runs once more with the stock strategy (ansible.cfg).
 #
 # --profile adds where the time goes, after the table: ssh and python start on te1, the
 # module's in-process pass phase by phase with cProfile (benchmarks/nvmet_target_profile.py,
@@ -121,6 +122,16 @@ for layout in 16x16 64x4 1x256 32x16; do
   clear_target "$layout"
 done
 
+# (b) again with the stock strategy (the repository's ansible.cfg: SSH with pipelining and
+# ControlPersist), which is what users run; 16x16 only.
+step "(b) nvmet_target through ansible-playbook, stock strategy, 16x16"
+t0=$(now); ANSIBLE_CONFIG=$PWD/ansible.cfg play "$LOG/16x16.json" b_stock_converge; b_stock=$(since "$t0")
+grep -q "changed=1" "$LOG/b_stock_converge.log" || { step "converge did not change"; exit 1; }
+t0=$(now); ANSIBLE_CONFIG=$PWD/ansible.cfg play "$LOG/16x16.json" b_stock_noop; b_stock_noop=$(since "$t0")
+grep -q "changed=0" "$LOG/b_stock_noop.log" || { step "no-op changed"; exit 1; }
+step "(b) stock 16x16: converge $b_stock s, no-op $b_stock_noop s"
+clear_target 16x16
+
 b=${conv[16x16]}; b_noop=${noop[16x16]}; c=${cconv[16x16]}; c_noop=${cnoop[16x16]}
 r() { echo "scale=2; $1 / $2" | bc; }
 printf '\nnvmet whole target on te1 (seconds; logs in %s)\n' "$LOG"
@@ -130,6 +141,8 @@ printf '%-36s %9.2f %9.2f\n' "(b) nvmet_target playbook, 16x16" "$b" "$b_noop"
 printf '%-36s %9.2f %9.2f\n' "(c) restorer in one pass, 16x16" "$c" "$c_noop"
 printf '%-36s %9s %9s\n' "b / c (goal <= 3)" "$(r "$b" "$c")" "$(r "$b_noop" "$c_noop")"
 printf '%-36s %9s %9s\n' "b / a" "$(r "$b" "$a")" ""
+printf '%-36s %9.2f %9.2f\n' "(b) stock strategy, 16x16" "$b_stock" "$b_stock_noop"
+printf '%-36s %9s %9s\n' "b stock / c (goal <= 3)" "$(r "$b_stock" "$c")" "$(r "$b_stock_noop" "$c_noop")"
 for layout in 64x4 1x256 32x16; do
   printf '%-36s %9.2f %9.2f\n' "(b) $layout" "${conv[$layout]}" "${noop[$layout]}"
   printf '%-36s %9s %9s\n' "  / (b) 16x16" "$(r "${conv[$layout]}" "$b")" "$(r "${noop[$layout]}" "$b_noop")"
