@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+# -*- coding: utf-8 -*-
 # Copyright: aiinfra.fabric contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Profile (not a test): the nvmet_target module's in-process pass, phase by phase.
@@ -108,7 +108,7 @@ def main(argv=None):
     ops = phase("plan_target", lambda: plan_target(tree, state, doc, "none", False, False))
     if ops:
         phase("apply_plan", lambda: apply_plan(tree, ops))
-        after = phase("after-state", lambda: tree.read())
+        after = phase("after-state", tree.read)
     else:
         after = phase("after-state", lambda: simulate(state, ops))
     phase("target_view", lambda: target_view(after))
