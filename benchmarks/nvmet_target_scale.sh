@@ -20,7 +20,8 @@
 # --profile adds where the time goes, after the table: ssh and python start on te1, the
 # module's in-process pass phase by phase with cProfile (benchmarks/nvmet_target_profile.py,
 # converge and no-op), ansible-playbook's own start, the connection (one ping), and the
-# nvmet_target task alone (ansible.posix.profile_tasks, after a ping opened the connection).
+# nvmet_target task alone for 16x16 and 32x16 (ansible.posix.profile_tasks, after a ping
+# opened the connection).
 set -euo pipefail
 PROFILE=0
 [ "${1:-}" != --profile ] || PROFILE=1
@@ -168,7 +169,7 @@ if [ "$PROFILE" = 1 ]; then
   step "profile: ansible-playbook start, connection, the task alone"
   t0=$(now); "${PB[@]}" benchmarks/nvmet_bench_empty.yml >"$LOG/p_start.log" 2>&1; p_start=$(since "$t0")
   t0=$(now); "${PB[@]}" benchmarks/nvmet_bench_empty.yml -e nvmet_bench_hosts=te1 >"$LOG/p_ping.log" 2>&1; p_ping=$(since "$t0")
-  for layout in 16x16 64x4 1x256 32x16; do
+  for layout in 16x16 32x16; do
     for run in converge noop; do
       ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks "${PB[@]}" benchmarks/nvmet_target_profile.yml \
         -e "nvmet_bench_document=$LOG/$layout.json" >"$LOG/p_task_${layout}_$run.log" 2>&1
@@ -181,7 +182,7 @@ if [ "$PROFILE" = 1 ]; then
   printf '%-52s %8.2f\n' "ssh + python3 start on te1" "$p_py"
   printf '%-52s %8.2f\n' "ansible-playbook start, no host, no task" "$p_start"
   printf '%-52s %8.2f\n' "ansible-playbook, one ping to te1" "$p_ping"
-  for layout in 16x16 64x4 1x256 32x16; do
+  for layout in 16x16 32x16; do
     printf '%-52s %8s %8s\n' "nvmet_target task alone, $layout converge / no-op" \
       "$(task "$LOG/p_task_${layout}_converge.log")" "$(task "$LOG/p_task_${layout}_noop.log")"
   done
