@@ -22,8 +22,14 @@ description:
     that disconnects hosts needs O(force), a port address change while subsystems are linked needs
     O(allow_reconfigure).
   - O(purge) says what the module owns. Nothing the document does not declare is removed unless O(purge) says so.
-  - Referrals and passthru subsystems are not managed. A document that lists them is refused, and the ones already
-    in configfs are left alone.
+  - Referrals are planned with their port. With O(purge=listed) or O(purge=all), a port entry that has a C(referrals)
+    key gets exactly those referrals; one without the key keeps the referrals configfs has.
+  - "A passthru subsystem (C(passthru), a list of one C({device: {path: /dev/nvmeN}, enable: 1}), no namespaces) gets
+    its controller after the subsystem is made and before any port links it. Changing or disabling an enabled one
+    disconnects its hosts and needs O(force). C(admin_timeout), C(io_timeout) and C(clear_ids) are accepted only with
+    the kernel's defaults that C(nvmetcli save) writes. The boot restorer does not restore passthru subsystems."
+  - "The top-level C(discovery) group that C(nvmetcli save) writes (C({nqn: ...})) sets the target's discovery NQN
+    (C(<configfs>/nvmet/discovery_nqn), Linux 6.6 and later), so an unedited nvmetcli save file is a valid document."
 author:
   - aiinfra.fabric contributors (!UNKNOWN)
 extends_documentation_fragment:
@@ -74,9 +80,16 @@ options:
         type: list
         elements: dict
       ports:
-        description: Ports, as C(nvmetcli save) writes them.
+        description: Ports, as C(nvmetcli save) writes them, with their C(referrals) and C(ana_groups).
         type: list
         elements: dict
+      discovery:
+        description: The target's discovery service, as C(nvmetcli save) writes it.
+        type: dict
+        suboptions:
+          nqn:
+            description: The discovery subsystem's NQN.
+            type: str
   src:
     description:
       - Path on the target of a JSON or YAML file holding the document (YAML needs PyYAML on the target).
@@ -95,6 +108,14 @@ options:
     type: str
     choices: [none, listed, all]
     default: none
+  keep_port_links:
+    description:
+      - With O(purge=listed) or O(purge=all), a listed port keeps its links to subsystems that the document does not
+        list and that stay in configfs (other users' subsystems on a shared port). Its other settings are still made
+        exactly as declared.
+      - Without it, such links are removed, as O(purge) says.
+    type: bool
+    default: false
   force:
     description: Go ahead with changes that disconnect connected hosts, or when this host cannot tell whether any are.
     type: bool
@@ -231,9 +252,11 @@ def main():
                 hosts=dict(type="list", elements="dict", options=HOST_OPTIONS),
                 subsystems=dict(type="list", elements="dict"),
                 ports=dict(type="list", elements="dict"),
+                discovery=dict(type="dict", options=dict(nqn=dict(type="str"))),
             )),
             src=dict(type="path"),
             purge=dict(type="str", default="none", choices=list(PURGE_CHOICES)),
+            keep_port_links=dict(type="bool", default=False),
             force=dict(type="bool", default=False),
             allow_reconfigure=dict(type="bool", default=False),
             check_paths=dict(type="bool", default=True),
@@ -251,7 +274,8 @@ def main():
         check_configfs(tree)
         state = tree.read()
         check_document(doc, state, p["purge"], tree.sysfs_root, p["check_paths"])
-        ops = plan_target(tree, state, doc, p["purge"], p["force"], p["allow_reconfigure"])
+        ops = plan_target(tree, state, doc, p["purge"], p["force"], p["allow_reconfigure"],
+                          keep_port_links=p["keep_port_links"])
     except DocumentError as exc:
         module.fail_json(msg=exc.msg, errors=exc.errors, changed=False, operations=[])
     except NvmetError as exc:

@@ -169,4 +169,5 @@ def test_target_firewall_lets_the_transport_in(te1):
     assert any(line.split()[:2] == [port, "ALLOW"] for line in status.splitlines()), status
     record = json.loads(read(te1, "/var/lib/aiinfra-fabric/nvmeof_target.json"))
     number, proto = port.split("/")
-    assert record[NQN]["firewall_rules_added"] == [{"tool": "ufw", "port": number, "proto": proto}]
+    assert record["version"] == 2
+    assert record["subsystems"][NQN]["firewall_rules_added"] == [{"tool": "ufw", "port": number, "proto": proto}]

@@ -156,6 +156,11 @@ def simulate(state, ops):
                     sub["allowed_hosts"] = sorted(sub["allowed_hosts"] + [parts[3]])
                 else:
                     sub["allowed_hosts"].remove(parts[3])
+            elif parts[2] == "passthru":
+                pt = dict(sub.get("passthru") or {"device_path": None, "enabled": False})
+                pt["device_path" if parts[3] == "device_path" else "enabled"] = (
+                    op.value if parts[3] == "device_path" else op.value == "1")
+                sub["passthru"] = pt
             elif parts[2] == "namespaces":
                 nsid = int(parts[3])
                 if op.kind == "mkdir":

@@ -23,20 +23,28 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import
     PORT_ADDR_FIELDS,
     NvmetError,
 )
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.discovery import (
+    REFERRAL_FIELDS,
+    normalize_referrals,
+    validate_discovery_nqn,
+)
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import port_address_spec, saved_device_path
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate import (
     _check_attr_names,
     _check_int,
     _kernel_form,
+    derive_adrfam,
     normalize_nguid,
     normalize_port,
     normalize_uuid,
     validate_dhchap_key,
     validate_nqn,
+    validate_traddr,
 )
 
 KEYS = {
-    "document": ("hosts", "ports", "subsystems"),
+    "document": ("hosts", "ports", "subsystems", "discovery"),
+    "discovery": ("nqn",),
     "host": ("nqn", "dhchap"),
     "dhchap": ("key", "ctrl_key", "hash", "dhgroup"),
     "subsystem": ("nqn", "attr", "allowed_hosts", "namespaces", "passthru"),
@@ -45,7 +53,13 @@ KEYS = {
     "port": ("portid", "addr", "param", "subsystems", "referrals", "ana_groups"),
     "addr": PORT_ADDR_FIELDS,
     "ana_group": ("grpid", "ana"),
+    "referral": ("name", "enable", "addr"),
+    "referral_addr": REFERRAL_FIELDS,
+    "passthru": ("device", "enable", "admin_timeout", "io_timeout", "clear_ids"),
+    "passthru_device": ("path",),
 }
+# nvmetcli writes these passthru attributes with the kernel's defaults.
+PASSTHRU_DEFAULTS = (("admin_timeout", "0"), ("io_timeout", "0"), ("clear_ids", "1"))
 HASHES = ("hmac(sha256)", "hmac(sha384)", "hmac(sha512)")
 DHGROUPS = ("null", "ffdhe2048", "ffdhe3072", "ffdhe4096", "ffdhe6144", "ffdhe8192")
 _BOOLS = ("0", "1")
@@ -213,6 +227,76 @@ def _namespace(ns, p, errors, nsids, devices, check_paths):
         _check(errors, normalize_nguid, dev["nguid"], p + ".device.nguid")
 
 
+def _passthru(s, p, errors, check_paths):
+    """nvmetcli's passthru group: a list of at most one {device: {path}, enable}; an
+    enabled passthru subsystem gets its namespaces from the controller, so it has none."""
+    entries = _sequence(s.get("passthru"), p + ".passthru", errors)
+    if len(entries) > 1:
+        errors.append("%s.passthru: a subsystem has one passthru controller, got %d entries" % (p, len(entries)))
+    for i, pt in enumerate(entries[:1]):
+        where = "%s.passthru[%d]" % (p, i)
+        pt = _mapping(pt, where, errors, allow_none=False)
+        if pt is None:
+            continue
+        _unknown_keys(pt, "passthru", where, errors)
+        for key, default in PASSTHRU_DEFAULTS:
+            if _given(pt.get(key)) and str(pt[key]) != default:
+                errors.append("%s.%s: %r is not managed by this module (only the kernel's default %s, which nvmetcli "
+                              "writes); leave it out" % (where, key, pt[key], default))
+        dev = _mapping(pt.get("device"), where + ".device", errors) or {}
+        _unknown_keys(dev, "passthru_device", where + ".device", errors)
+        path = saved_device_path(dev)
+        enabled = _flag(pt.get("enable", 1 if path else 0), where + ".enable", errors)
+        if path is not None and (not isinstance(path, str) or not os.path.isabs(path)):
+            errors.append("%s.device.path: %r is not an absolute path (the NVMe controller, /dev/nvmeN)" % (where, path))
+        elif path and check_paths:
+            try:
+                st = os.stat(path)
+            except OSError as exc:
+                errors.append("%s.device.path: %r does not exist or cannot be read (%s)" % (where, path, exc.strerror))
+            else:
+                if not stat.S_ISCHR(st.st_mode):
+                    errors.append("%s.device.path: %r is not a character device (an NVMe controller, /dev/nvmeN)"
+                                  % (where, path))
+        if enabled and not path:
+            errors.append("%s.enable: a passthru subsystem needs device.path (the NVMe controller) to be enabled" % where)
+        if enabled and s.get("namespaces"):
+            errors.append("%s: an enabled passthru subsystem cannot have namespaces (the kernel refuses both); "
+                          "leave namespaces empty" % where)
+
+
+def _referrals(pt, p, errors):
+    """nvmetcli's referrals of a port: each {name, enable, addr: {trtype, adrfam, traddr, ...}}."""
+    specs = []
+    for i, ref in enumerate(_sequence(pt.get("referrals"), p + ".referrals", errors)):
+        where = "%s.referrals[%d]" % (p, i)
+        ref = _mapping(ref, where, errors, allow_none=False)
+        if ref is None:
+            return
+        _unknown_keys(ref, "referral", where, errors)
+        addr = _mapping(ref.get("addr"), where + ".addr", errors) or {}
+        _unknown_keys(addr, "referral_addr", where + ".addr", errors)
+        enabled = _flag(ref.get("enable", 1), where + ".enable", errors)
+        specs.append(dict([("name", ref.get("name")), ("enabled", enabled is not False)]
+                          + [(f, addr.get(f)) for f in REFERRAL_FIELDS if addr.get(f) not in (None, "")]))
+    try:
+        normalize_referrals(specs, _check_int, validate_traddr, derive_adrfam)
+    except NvmetError as exc:
+        errors.append("%s.%s" % (p, exc.msg))
+
+
+def _discovery(doc, errors):
+    disc = _mapping(doc.get("discovery"), "discovery", errors)
+    if not disc:
+        return
+    _unknown_keys(disc, "discovery", "discovery", errors)
+    if _given(disc.get("nqn")):
+        try:
+            validate_discovery_nqn(disc["nqn"])
+        except NvmetError as exc:
+            errors.append("discovery.nqn: " + exc.msg.split(": ", 1)[-1])
+
+
 def _subsystem(s, p, errors, seen, devices, check_paths):
     s = _mapping(s, p, errors, allow_none=False)
     if s is None:
@@ -220,10 +304,7 @@ def _subsystem(s, p, errors, seen, devices, check_paths):
     _unknown_keys(s, "subsystem", p, errors)
     nqn = _check(errors, validate_nqn, s.get("nqn"), p + ".nqn")
     _duplicate(seen, nqn, p + ".nqn", "subsystem", errors)
-    for i, pt in enumerate(_sequence(s.get("passthru"), p + ".passthru", errors)):
-        pt = pt if isinstance(pt, dict) else {}
-        if str(pt.get("enable", 0)) not in ("0", "") or saved_device_path(pt.get("device")):
-            errors.append("%s.passthru[%d]: passthru subsystems are not managed by this module" % (p, i))
+    _passthru(s, p, errors, check_paths)
     attr = _mapping(s.get("attr"), p + ".attr", errors) or {}
     allow_any = _attributes(attr, p, errors)
     hosts = {}
@@ -274,9 +355,7 @@ def _port(pt, p, errors, seen, addresses, subsystems_known, sysfs_root):
             continue
         if _check(errors, _check_attr_names, {name: param[name]}, p + ".param", ()) is not None:
             _check(errors, _kernel_form, canonical.port_param, name, str(param[name]), "%s.param.%s" % (p, name))
-    for i, ref in enumerate(_sequence(pt.get("referrals"), p + ".referrals", errors)):
-        errors.append("%s.referrals[%d]: referrals are not managed by this module yet; leave them out (referrals "
-                      "already in configfs are left alone)" % (p, i))
+    _referrals(pt, p, errors)
     grpids = {}
     for i, grp in enumerate(_sequence(pt.get("ana_groups"), p + ".ana_groups", errors)):
         where = "%s.ana_groups[%d]" % (p, i)
@@ -311,6 +390,7 @@ def validate_document(doc, subsystems_kept=(), sysfs_root="/sys", check_paths=Tr
     if doc is None:
         return errors
     _unknown_keys(doc, "document", "", errors)
+    _discovery(doc, errors)
     seen_hosts, seen_subs, devices, seen_ports, addresses = {}, {}, {}, {}, {}
     for i, h in enumerate(_sequence(doc.get("hosts"), "hosts", errors)):
         _host(h, "hosts[%d]" % i, errors, seen_hosts)

@@ -16,8 +16,14 @@ adds what ``purge`` says about what the document does not list:
 * ``all``    as ``listed``, and subsystems, ports and hosts the document does not list are
              removed (ports first, hosts last).
 
-Referrals are not managed: the document may not list any (document.py), and those of
-the ports that stay are left alone; a port that ``all`` removes goes with its referrals.
+Referrals are planned with their port. With ``listed`` or ``all`` a port whose
+document entry has a ``referrals`` key gets exactly those; a port entry without the key
+keeps the referrals it has (nvmetcli always writes the key, so its files are exact).
+A passthru subsystem (``passthru: [{device: {path: /dev/nvmeN}, enable: 1}]``) gets its
+controller after the subsystem is made; changing an enabled one disables it first (the
+kernel refuses device_path while enabled), which disconnects its hosts: force.
+The top-level ``discovery`` group that nvmetcli writes (``{"nqn": ...}``) sets the
+target's discovery NQN; the default NQN on a kernel without the attribute is no change.
 """
 
 from __future__ import annotations
@@ -26,10 +32,16 @@ import copy
 import json
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.applier import simulate
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import HOST_KEY_FIELDS, NvmetError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import DISCOVERY_NQN, HOST_KEY_FIELDS, NvmetError, Op
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.discovery import plan_discovery_nqn
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.document import DocumentError, validate_document
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.planner import plan_host, plan_port, plan_subsystem
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import from_savefile, plan_document, to_savefile
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import (
+    from_savefile,
+    plan_document,
+    saved_device_path,
+    to_savefile,
+)
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate import normalize_port
 
 PURGE_CHOICES = ("none", "listed", "all")
@@ -118,8 +130,22 @@ def _keep_undeclared(doc, state):
     return doc
 
 
-def plan_target(tree, state, doc, purge="none", force=False, allow_reconfigure=False):
+def _keep_port_links(doc, state):
+    """A listed port's links to subsystems configfs keeps and the document does not name."""
+    doc = copy.deepcopy(doc)
+    for port in doc.get("ports") or []:
+        have = state["ports"].get(int(port.get("portid")))
+        if have is not None:
+            links = list(port.get("subsystems") or [])
+            port["subsystems"] = links + sorted(n for n in have["subsystems"] if n not in links and n in state["subsystems"])
+    return doc
+
+
+def plan_target(tree, state, doc, purge="none", force=False, allow_reconfigure=False, keep_port_links=False):
     """Plan the whole document (already checked by :func:`check_document`) against state.
+
+    ``keep_port_links`` (with purge listed or all): a listed port keeps its links to the
+    subsystems the document does not list and this run leaves in place.
 
     Returns the ordered operations. Raises NvmetError when a guard refuses (live
     connections without force, a port reconfigure without allow_reconfigure, ...).
@@ -140,16 +166,66 @@ def plan_target(tree, state, doc, purge="none", force=False, allow_reconfigure=F
             st = step(plan_port(st, {"port_id": pid, "state": "absent"}, conns, force))
         for nqn in sorted(n for n in state["subsystems"] if n not in subs):
             st = step(plan_subsystem(st, {"nqn": nqn, "state": "absent"}, conns, force))
-    planned = doc if purge != "none" else _keep_undeclared(doc, st)
-    st = step(plan_document(tree, st, planned, force=force, allow_reconfigure=allow_reconfigure, check_paths=False))
+    if purge == "none":
+        planned = _keep_undeclared(doc, st)
+    else:
+        planned = doc = _keep_port_links(doc, st) if keep_port_links else doc
+    # Hosts and subsystems, then each passthru controller (enabled before any port
+    # links its subsystem, so no host meets it empty), then the ports: the same order
+    # as the restorer's one pass.
+    st = step(plan_document(tree, st, dict(planned, ports=[]), force=force, allow_reconfigure=allow_reconfigure,
+                            check_paths=False))
+    for entry in doc.get("subsystems") or []:
+        st = step(plan_passthru(st, entry, conns, force))
+    st = step(plan_document(tree, st, {"ports": planned.get("ports") or []}, force=force,
+                            allow_reconfigure=allow_reconfigure, check_paths=False))
     if purge in ("listed", "all"):
-        for raw in from_savefile(doc)["ports"]:
-            spec = dict(normalize_port(raw, None), purge_ana_groups=True)
+        for entry, raw in zip(doc.get("ports") or [], from_savefile(doc)["ports"]):
+            spec = dict(normalize_port(raw, None), purge_ana_groups=True, purge_referrals="referrals" in entry)
             st = step(plan_port(st, spec, conns, force, allow_reconfigure))
+    disc = (doc.get("discovery") or {}).get("nqn")
+    if disc is not None and not (disc == DISCOVERY_NQN and st.get("discovery_nqn") is None):
+        st = step(plan_discovery_nqn(st, disc))
     if purge == "all":
         for nqn in sorted(n for n in state["hosts"] if n not in hosts):
             st = step(plan_host(st, {"hostnqn": nqn, "state": "absent"}, conns, force))
     return ops
+
+
+def plan_passthru(state, entry, conns=None, force=False):
+    """Set a subsystem's passthru controller and enable it as the document's entry says."""
+    wanted = (entry.get("passthru") or [None])[0]
+    if not wanted:
+        return []
+    nqn = entry["nqn"]
+    path = saved_device_path(wanted.get("device"))
+    enable = str(wanted.get("enable", 1 if path else 0)) == "1"
+    cur = (state["subsystems"].get(nqn) or {}).get("passthru") or {"device_path": None, "enabled": False}
+    rel = "subsystems/%s/passthru" % nqn
+    ops, enabled = [], cur["enabled"]
+    if path and path != cur["device_path"]:
+        if enabled:
+            _quiet_or_force(conns, nqn, force, "change its passthru controller from %s to %s" % (cur["device_path"], path))
+            ops.append(Op("write", rel + "/enable", "0"))
+            enabled = False
+        ops.append(Op("write", rel + "/device_path", path))
+    if enable != enabled:
+        if enabled:
+            _quiet_or_force(conns, nqn, force, "disable its passthru controller")
+        ops.append(Op("write", rel + "/enable", "1" if enable else "0"))
+    return ops
+
+
+def _quiet_or_force(conns, nqn, force, how):
+    if force:
+        return
+    live = None if conns is None else conns["by_subsystem"].get(nqn, 0)
+    if live is None:
+        raise NvmetError("subsystem %s may have connected hosts and this host cannot tell; set force: true to %s"
+                         % (nqn, how))
+    if live:
+        raise NvmetError("subsystem %s has %d live connection(s); set force: true to %s (this disconnects them)"
+                         % (nqn, live, how))
 
 
 def target_view(state):

@@ -193,6 +193,25 @@ def test_purge_listed_makes_listed_objects_exact_and_leaves_the_others(root, fil
     assert converge(root, purge_doc(files), purge="listed")[1] == []
 
 
+def test_purge_listed_with_keep_port_links_keeps_other_subsystems_on_a_shared_port(root, files):
+    """The nvmeof_target role's case: its port is shared with a subsystem it does not declare."""
+    quiet(root)
+    existing(root, files)
+    link(root, "subsystems/" + SUB3, "ports/1/subsystems/" + SUB3)
+    doc = {"subsystems": [sub(SUB2, files[2:3], allow_any="1")], "ports": [port(1, [SUB2])]}
+    tree = EmulatedTree(root)
+    check_document(doc, tree.read(), "listed", tree.sysfs_root)
+    ops = plan_target(tree, tree.read(), doc, "listed", keep_port_links=True)
+    apply_plan(tree, ops)
+    st = tree.read()
+    assert st["ports"][1]["subsystems"] == sorted([SUB, SUB2, SUB3])
+    assert sorted(st["ports"][1]["ana_groups"]) == [1]  # the rest of the port is still made exact
+    assert plan_target(tree, st, doc, "listed", keep_port_links=True) == []
+    # without it, listed makes the links exact
+    assert sorted(op.text() for op in plan_target(tree, st, doc, "listed") if op.kind == "unlink") == [
+        "unlink ports/1/subsystems/" + SUB, "unlink ports/1/subsystems/" + SUB3]
+
+
 def test_purge_all_removes_unlisted_subsystems_ports_and_hosts(root, files):
     quiet(root)
     existing(root, files)
@@ -280,7 +299,7 @@ def test_every_error_at_once_with_its_path_and_configfs_untouched(root, files):
         "subsystems[2].namespaces[2].nsid", "subsystems[2].namespaces[2].enable",
         "subsystems[2].namespaces[2].device.path", "subsystems[2].namespaces[3].ana_grpid",
         "subsystems[2].namespaces[3].device.path", "subsystems[2].namespaces[3].device.uuid",
-        "ports[0].addr.traddr", "ports[0].subsystems[1]", "ports[0].referrals[0]",
+        "ports[0].addr.traddr", "ports[0].subsystems[1]", "ports[0].referrals[0].trtype",
         "ports[1].portid", "ports[1].addr.trtype", "ports[2].colour", "ports[2].param.inline_data_size",
         "ports[2].ana_groups[0].ana.state",
     ]
@@ -349,5 +368,81 @@ def test_nvmetcli_empty_passthru_with_null_path_is_not_a_passthru(files):
     doc = {"subsystems": [dict(sub(SUB, files[:1]), passthru=passthru)]}
     assert validate_document(doc, sysfs_root=None) == []
     doc["subsystems"][0]["passthru"][0]["device"]["path"] = "/dev/nvme0"
-    assert validate_document(doc, sysfs_root=None) == [
-        "subsystems[0].passthru[0]: passthru subsystems are not managed by this module"]
+    # A controller set but not enabled may sit beside namespaces; enabled, it may not.
+    assert validate_document(doc, sysfs_root=None, check_paths=False) == []
+    doc["subsystems"][0]["passthru"][0]["enable"] = 1
+    assert validate_document(doc, sysfs_root=None, check_paths=False) == [
+        "subsystems[0].passthru[0]: an enabled passthru subsystem cannot have namespaces (the kernel refuses both); "
+        "leave namespaces empty"]
+
+
+# --------------------------------------------------------------------------- referrals, passthru, discovery
+
+
+def test_nvmetcli_discovery_group_is_accepted_and_sets_the_discovery_nqn(root, files):
+    """`nvmetcli save` writes {"discovery": {"nqn": ...}} on kernels with discovery_nqn
+    (6.12 included): an unedited nvmetcli file is a valid document."""
+    quiet(root)
+    write(os.path.join(root, "nvmet", "discovery_nqn"), "nqn.2014-08.org.nvmexpress.discovery")
+    doc = {"subsystems": [sub(SUB, files[:1], allow_any="1")], "ports": [port(1, [SUB])],
+           "discovery": {"nqn": "nqn.2014-08.org.nvmexpress.discovery"}}
+    tree, ops = converge(root, doc)
+    assert not [op for op in ops if op.path == "discovery_nqn"]  # the default: nothing to write
+    doc["discovery"]["nqn"] = "nqn.2024-04.io.aiinfra.lab:discovery"
+    tree, ops = converge(root, doc)
+    assert [op.text() for op in ops] == ["write discovery_nqn = nqn.2024-04.io.aiinfra.lab:discovery"]
+    assert tree.read()["discovery_nqn"] == "nqn.2024-04.io.aiinfra.lab:discovery"
+    with pytest.raises(DocumentError) as info:
+        check_document({"discovery": {"nqn": "bad nqn", "colour": 1}}, tree.read())
+    assert [e.split(":")[0] for e in info.value.errors] == ["discovery.colour", "discovery.nqn"]
+
+
+REFERRAL = {"name": "te2", "enable": 1, "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "10.99.0.2",
+                                                 "trsvcid": "8009", "treq": "not specified", "portid": "1"}}
+
+
+def test_referrals_are_planned_with_their_port_and_purged_only_where_listed(root, files):
+    quiet(root)
+    doc = {"subsystems": [sub(SUB, files[:1], allow_any="1")], "ports": [port(1, [SUB], referrals=[REFERRAL])]}
+    tree, ops = converge(root, doc)
+    assert "mkdir ports/1/referrals/te2" in [op.text() for op in ops]
+    ref = tree.read()["ports"][1]["referrals"]["te2"]
+    assert (ref["traddr"], ref["trsvcid"], ref["enabled"]) == ("10.99.0.2", "8009", True)
+    assert converge(root, doc)[1] == []
+    # listed: a port entry without the key keeps its referrals; with "referrals": [] they go.
+    no_key = {"subsystems": doc["subsystems"], "ports": [port(1, [SUB])]}
+    assert converge(root, no_key, purge="listed")[1] == []
+    tree, ops = converge(root, dict(no_key, ports=[port(1, [SUB], referrals=[])]), purge="listed")
+    assert [op.text() for op in ops] == ["rmdir ports/1/referrals/te2"]
+
+
+def test_passthru_subsystem_is_planned_and_a_change_needs_force_when_connected(root, files):
+    quiet(root)
+    ctrl = os.path.join(root, "nvme3")
+    doc = {"subsystems": [{"nqn": SUB, "attr": {"allow_any_host": "1"}, "namespaces": [],
+                           "passthru": [{"device": {"path": ctrl}, "enable": 1, "clear_ids": 1}]}],
+           "ports": [port(1, [SUB])]}
+    tree = EmulatedTree(root)
+    state = tree.read()
+    ops = plan_target(tree, state, doc)
+    texts = [op.text() for op in ops]
+    assert texts.index("mkdir subsystems/%s" % SUB) < texts.index("write subsystems/%s/passthru/device_path = %s"
+                                                                  % (SUB, ctrl))
+    assert texts.index("write subsystems/%s/passthru/enable = 1" % SUB) < texts.index(
+        "link ports/1/subsystems/%s -> subsystems/%s" % (SUB, SUB))
+    apply_plan(tree, ops)
+    assert tree.read()["subsystems"][SUB]["passthru"] == {"device_path": ctrl, "enabled": True}
+    assert simulate(state, ops)["subsystems"][SUB]["passthru"] == {"device_path": ctrl, "enabled": True}
+    assert plan_target(tree, tree.read(), doc) == []
+    # Another controller under a live connection: refused without force, disable first with it.
+    doc["subsystems"][0]["passthru"][0]["device"]["path"] = ctrl + "x"
+    quiet(root, ONE_CONNECTION)
+    with pytest.raises(NvmetError, match="live connection"):
+        plan_target(EmulatedTree(root), tree.read(), doc)
+    ops = plan_target(EmulatedTree(root), tree.read(), doc, force=True)
+    assert [op.text() for op in ops] == ["write subsystems/%s/passthru/enable = 0" % SUB,
+                                         "write subsystems/%s/passthru/device_path = %sx" % (SUB, ctrl),
+                                         "write subsystems/%s/passthru/enable = 1" % SUB]
+    with pytest.raises(DocumentError, match="io_timeout: '5' is not managed"):
+        check_document({"subsystems": [dict(doc["subsystems"][0], passthru=[{"io_timeout": "5"}])]}, tree.read(),
+                       check_paths=False)

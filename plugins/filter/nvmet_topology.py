@@ -1,0 +1,54 @@
+# -*- coding: utf-8 -*-
+# Copyright: aiinfra.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the nvmeof_target role: its variables to one nvmet_target document, and its record.
+
+The logic lives in plugins/module_utils/nvmet/topology.py and record.py; each filter
+here only turns their errors into a filter error. Documented in the .yml files beside.
+"""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import record, topology
+
+
+def nvmet_topology(subsystems, ports, short, groups):
+    try:
+        return topology.normalize(subsystems, ports, short, list(groups or []))
+    except topology.TopologyError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+def nvmet_target_document(topo, by_id_lines, members, identities):
+    try:
+        resolved = topology.resolve_devices(topo, by_id_lines)
+        return {"topology": resolved, "document": topology.build_document(resolved, members or {}, identities or {}),
+                "port_rules": topology.port_rules(resolved)}
+    except topology.TopologyError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+def nvmet_document_keys(document, keys):
+    return topology.add_keys(document, keys)
+
+
+def nvmet_target_record(previous, topo, document, operations, files_created, rules_needed, rules_opened):
+    return record.record_after_converge(previous, topo, document, operations, files_created, rules_needed or {},
+                                        rules_opened or [])
+
+
+def nvmet_target_teardown(previous, named, subsystems_now, ports_now):
+    return record.teardown_plan(previous, named, subsystems_now, ports_now)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "nvmet_topology": nvmet_topology,
+            "nvmet_target_document": nvmet_target_document,
+            "nvmet_document_keys": nvmet_document_keys,
+            "nvmet_target_record": nvmet_target_record,
+            "nvmet_target_teardown": nvmet_target_teardown,
+        }
