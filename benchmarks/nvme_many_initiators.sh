@@ -8,6 +8,12 @@
 # creates is removed at the end. ANSIBLE_CONFIG defaults to lab/ansible.cfg (Mitogen).
 #
 #   benchmarks/nvme_many_initiators.sh [N]
+#
+# Status (lab, Debian bookworm te2, 2026-12-01): the first identity connects; every
+# further one fails: nvme connect --hostnqn=<other> --hostid=<other> exits 1 saying
+# "already connected", with and without --duplicate-connect (not yet found whether
+# nvme-cli/libnvme or the kernel refuses it). So the table is not printed yet; the script
+# stops at the connect step and shows the failure.
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 N=${1:-32}

@@ -293,8 +293,8 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.cli import (
     TLS_MIN_VERSION, NvmeCli, NvmeCliError,
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection import (
-    ValidationError, controller_drift, desired_from_params, matching_controllers, needs_duplicate_connect,
-    plan_connection, public_controller,
+    ValidationError, controller_drift, desired_from_params, matching_controllers, plan_connection,
+    public_controller,
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.host import (
     host_identity, read_text, wait_for_connection, wait_gone, write_atomic,
@@ -449,7 +449,6 @@ def main():
                 connect_values = dict(desired)
                 connect_values["hostnqn"] = hostnqn
                 connect_values["hostid"] = hostid
-                connect_values["duplicate_connect"] = needs_duplicate_connect(sysfs.controllers(), desired)
                 cli.connect(connect_values)
     except NvmeCliError as exc:
         details = exc.details()

@@ -83,10 +83,6 @@ def build_connect_argv(nvme, values):
     argv = [nvme, "connect"] + _options(CONNECT_OPTIONS, values)
     if values.get("tls"):
         argv.append("--tls")
-    if values.get("duplicate_connect"):
-        # Another host identity's controller to the same subsystem and address (see
-        # connection.needs_duplicate_connect).
-        argv.append("--duplicate-connect")
     return argv
 
 

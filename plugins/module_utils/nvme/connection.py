@@ -205,18 +205,6 @@ def matching_controllers(controllers, desired):
     return [c for c in controllers if controller_matches(c, desired)]
 
 
-def needs_duplicate_connect(controllers, desired):
-    """Whether ``nvme connect`` needs --duplicate-connect: a given host identity with no
-    controller of its own, beside another identity's controller to the same subsystem and
-    address. nvme-cli refuses that as "already connected" whatever the host NQN; the
-    kernel keeps one controller per host NQN, so it is no duplicate there."""
-    if not desired.get("hostnqn_given"):
-        return False
-    others = dict(desired, hostnqn_given=False)
-    return any(controller_matches(c, others) for c in controllers) and not any(
-        controller_matches(c, desired) for c in controllers)
-
-
 def expected_ctrl_loss_tmo(ctrl_loss_tmo, reconnect_delay):
     """What sysfs will show: the kernel keeps ceil(tmo / delay) reconnects of delay s each."""
     if ctrl_loss_tmo is None:

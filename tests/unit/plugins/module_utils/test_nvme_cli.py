@@ -44,12 +44,6 @@ def test_connect_argv_tls_and_loop():
         "nvme", "connect", "--transport=loop", "--nqn=nqn.2024-01.io.x:a"]
 
 
-def test_connect_argv_duplicate_connect_only_when_asked():
-    base = {"transport": "tcp", "traddr": "10.0.0.1", "trsvcid": "4420", "nqn": "nqn.2024-01.io.x:a"}
-    assert "--duplicate-connect" not in build_connect_argv("nvme", base)
-    assert build_connect_argv("nvme", dict(base, duplicate_connect=True))[-1] == "--duplicate-connect"
-
-
 def test_disconnect_argv_names_one_device():
     assert build_disconnect_argv("nvme", "nvme3") == ["nvme", "disconnect", "--device=nvme3"]
 

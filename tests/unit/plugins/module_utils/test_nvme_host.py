@@ -4,7 +4,7 @@ import pytest
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection import (
     ValidationError, controller_drift, desired_from_params, expected_ctrl_loss_tmo, matching_controllers,
-    needs_duplicate_connect, plan_connection,
+    plan_connection,
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.persist import (
     config_has_port, config_with_port, config_without_port, parse_config, unit_needs_condition_fix,
@@ -119,20 +119,6 @@ def test_given_hostnqn_matches_only_that_host_identity():
     default = desired_from_params(params())
     default["hostnqn"] = HOSTNQN  # resolved from /etc/nvme/hostnqn
     assert [c["name"] for c in matching_controllers(ctrls, default)] == ["nvme0", "nvme1"]
-
-
-def test_duplicate_connect_only_beside_another_identitys_controller():
-    # nvme-cli refuses "already connected" when any controller has the same address and
-    # subsystem, whatever its host NQN; the kernel does not. A given identity with no
-    # controller of its own connects with --duplicate-connect only when another one has.
-    other = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-000000000002"
-    mine = desired_from_params(params(hostnqn=other))
-    assert needs_duplicate_connect([ctrl("nvme0")], mine) is True
-    assert needs_duplicate_connect([], mine) is False
-    assert needs_duplicate_connect([ctrl("nvme0", subsysnqn=NQN + "2")], mine) is False
-    default = desired_from_params(params())
-    default["hostnqn"] = HOSTNQN
-    assert needs_duplicate_connect([ctrl("nvme0")], default) is False
 
 
 def test_no_host_traddr_given_matches_any_source():
