@@ -141,6 +141,8 @@ def desired_from_params(params):
         desired["hostnqn"] = validate_nqn(params["hostnqn"], "hostnqn")
     else:
         desired["hostnqn"] = None
+    # A given host NQN names one host identity: its controllers are its own (see controller_matches).
+    desired["hostnqn_given"] = bool(desired["hostnqn"])
     if params.get("hostid"):
         try:
             desired["hostid"] = str(uuid.UUID(params["hostid"]))
@@ -176,8 +178,12 @@ def desired_from_params(params):
 def controller_matches(ctrl, desired):
     """Whether a sysfs controller is this connection: same transport, subsystem NQN and
     address fields (compared as parsed values). host_traddr/host_iface only narrow the
-    match when the user gave them."""
+    match when the user gave them, and so does hostnqn: the kernel keeps one controller
+    per host NQN to the same subsystem and address, so one machine can connect as many
+    hosts, and each given identity's connection is its own (not drift of another's)."""
     if ctrl.get("state") == "deleting":
+        return False
+    if desired.get("hostnqn_given") and ctrl.get("hostnqn") != desired["hostnqn"]:
         return False
     if ctrl.get("transport") != desired["transport"] or ctrl.get("subsysnqn") != desired["nqn"]:
         return False

@@ -106,6 +106,21 @@ def test_match_ipv6_spellings_and_host_traddr():
     assert [c["name"] for c in matching_controllers(ctrls, desired)] == ["nvme0"]
 
 
+def test_given_hostnqn_matches_only_that_host_identity():
+    # One machine connecting to one subsystem as several hosts (nvme connect --hostnqn):
+    # the kernel keeps one controller per host NQN, so each identity's connection is its
+    # own; without a given hostnqn any host NQN matches (and differs as drift).
+    other = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-000000000002"
+    ctrls = [ctrl("nvme0"), ctrl("nvme1", hostnqn=other)]
+    mine = desired_from_params(params(hostnqn=other))
+    assert [c["name"] for c in matching_controllers(ctrls, mine)] == ["nvme1"]
+    mine["hostnqn"] = other  # the module fills in the resolved identity
+    assert [c["name"] for c in matching_controllers(ctrls, mine)] == ["nvme1"]
+    default = desired_from_params(params())
+    default["hostnqn"] = HOSTNQN  # resolved from /etc/nvme/hostnqn
+    assert [c["name"] for c in matching_controllers(ctrls, default)] == ["nvme0", "nvme1"]
+
+
 def test_no_host_traddr_given_matches_any_source():
     desired = desired_from_params(params())
     assert len(matching_controllers([ctrl("nvme0", host_traddr="10.99.0.2"), ctrl("nvme1")], desired)) == 2
