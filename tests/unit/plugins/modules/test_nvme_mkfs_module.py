@@ -63,7 +63,7 @@ def digest(path):
 
 
 def blkid(path, tag):
-    out = subprocess.run([TOOLS[1], "-p", "-s", tag, "-o", "value", path], capture_output=True, text=True)
+    out = subprocess.run([TOOLS[1], "-p", "-s", tag, "-o", "value", path], capture_output=True, text=True, check=False)
     return out.stdout.strip()
 
 

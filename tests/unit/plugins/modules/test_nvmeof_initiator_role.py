@@ -50,7 +50,7 @@ def play(tmp_path, hosts, extra, check=True):
     env.pop("ANSIBLE_CONFIG", None)
     argv = [ANSIBLE_PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml"),
             "-e", json.dumps(extra)] + (["--check"] if check else [])
-    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=str(tmp_path))
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=str(tmp_path), check=False)
     return proc
 
 
