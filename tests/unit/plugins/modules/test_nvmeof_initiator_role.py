@@ -17,7 +17,7 @@ ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbo
 
 PLAYBOOK = """
 - name: Run the nvmeof_initiator role
-  hosts: nvmeof_initiators
+  hosts: "{{ play_hosts_pattern | default('nvmeof_initiators') }}"
   gather_facts: false
   tasks:
     - name: Run the role, or one of its task files
@@ -35,11 +35,15 @@ PLAYBOOK = """
 """
 
 
-def play(tmp_path, hosts, extra, check=True):
+def play(tmp_path, hosts, extra, check=True, first=()):
     (tmp_path / "play.yml").write_text(PLAYBOOK)
     inv = {"all": {"children": {"nvmeof_initiators": {"hosts": {
         h: dict({"ansible_connection": "local", "ansible_python_interpreter": sys.executable}, **hv)
         for h, hv in hosts.items()}}}}}
+    if first:
+        # A group listed ahead of nvmeof_initiators in the play's pattern changes the play's host order.
+        inv["all"]["children"]["first"] = {"hosts": dict((h, {}) for h in first)}
+        extra = dict(extra, play_hosts_pattern="first:nvmeof_initiators")
     (tmp_path / "hosts.yml").write_text(json.dumps(inv))
     extra = dict({"out_dir": str(tmp_path), "nvmeof_initiator_target_address": "10.99.0.1",
                   "nvmeof_initiator_manage_packages": False}, **extra)
@@ -92,6 +96,15 @@ def test_a_shared_namespace_is_formatted_and_mounted_by_one_owner(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (saved(tmp_path, "h1")["do_mkfs"], saved(tmp_path, "h1")["do_mount"]) == (False, True)
     assert (saved(tmp_path, "h2")["do_mkfs"], saved(tmp_path, "h2")["do_mount"]) == (True, True)
+
+
+def test_the_owner_follows_the_group_order_whatever_the_play_order(tmp_path):
+    # playbooks/nvmeof_rdma.yml checks in a play over nvmeof_targets:nvmeof_initiators and
+    # formats in one over nvmeof_initiators: both must name the same owner.
+    proc = play(tmp_path, {"h1": {}, "h2": {}, "h3": {}}, {"tasks_from": "claims.yml", "nvmeof_initiator_shared": True},
+                first=("h3",))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [saved(tmp_path, h)["do_mkfs"] for h in ("h1", "h2", "h3")] == [True, False, False]
 
 
 def test_shared_on_one_host_only_is_still_refused(tmp_path):
