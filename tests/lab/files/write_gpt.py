@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Write an empty GPT (protective MBR, primary and backup headers, empty entry arrays)
 to a block device, as sgdisk --clear would, for the lab proof that mkfs refuses a
 partitioned namespace. The lab image has no sfdisk/sgdisk; this follows the UEFI
