@@ -17,6 +17,8 @@ TRANSPORT = os.environ.get("NVMEOF_TRANSPORT", "rdma")
 DHCHAP_FILE = os.environ.get("NVMEOF_DHCHAP_FILE", "")
 # Set by scenarios whose prepare turns on a host firewall on the target (nvmeof_tcp: ufw).
 FIREWALL = os.environ.get("NVMEOF_FIREWALL", "")
+# Set by scenarios that keep fabric_report's saved results (nvmeof_tcp): the results folder.
+RESULTS_DIR = os.environ.get("NVMEOF_RESULTS_DIR", "")
 NQN = "nqn.2024-04.com.example:te1.target1"
 NVMET = "/sys/kernel/config/nvmet"
 MOUNT = "/mnt/nvmeof_rdma_test"
@@ -101,6 +103,17 @@ def test_data_written_on_initiator_reads_back(te2):
     read_back = te2.check_output("dd if=%s bs=1M iflag=direct status=none | sha256sum", f).split()[0]
     te2.run_expect([0], "rm -f %s", f)
     assert read_back == written
+
+
+def test_noop_rerun_wrote_no_test_data():
+    # The last run before verify is molecule's idempotence run, which changed nothing: the
+    # initiator's I/O check (4 MiB written and read back) must not have run in it.
+    if not RESULTS_DIR:
+        pytest.skip("this scenario does not keep the saved results")
+    with open(os.path.join(RESULTS_DIR, "hosts", "te2", "nvmeof_initiator_result.json")) as handle:
+        saved = json.load(handle)
+    assert saved["result"]["device"].startswith("/dev/nvme")
+    assert saved["result"]["io_check"] is None, saved["result"]["io_check"]
 
 
 @pytest.fixture(scope="module")
