@@ -16,6 +16,8 @@ description:
     the target reports for that path.
   - Everything is read from C(/sys/class/nvme-subsystem), C(/sys/class/nvme) and C(/sys/block). Connect the paths
     first with M(aiinfra.fabric.nvme_connect), one task per path.
+  - Each path of a head also carries C(ios), the reads and writes completed on it (its block C(stat)), which shows
+    which paths carry the I/O.
   - With O(min_live_paths) the module waits (up to O(wait_timeout)) until every head has that many usable paths
     (controller C(live), ANA state optimized or non-optimized), so a play can wait for a path to come back.
 version_added: 0.3.0
@@ -125,7 +127,7 @@ subsystems:
           src_addr: 10.99.0.2
           state: live
           namespaces:
-            nvme1n1: {path_device: nvme1c1n1, ana_state: optimized, ana_grpid: 1}
+            nvme1n1: {path_device: nvme1c1n1, ana_state: optimized, ana_grpid: 1, ios: 5210}
       heads:
         - name: nvme1n1
           path: /dev/nvme1n1
@@ -137,13 +139,17 @@ subsystems:
           size_bytes: 1073741824
           paths:
             - {controller: nvme1, path_device: nvme1c1n1, transport: tcp, traddr: 10.99.0.1, trsvcid: "4420",
-               state: live, ana_state: optimized, ana_grpid: 1}
+               state: live, ana_state: optimized, ana_grpid: 1, ios: 5210}
 operations:
   description: I/O policy writes done (or, in check mode, that would be done).
   returned: always
   type: list
   elements: str
   sample: ["nvme-subsys1 iopolicy numa -> round-robin"]
+time_ms:
+  description: When the returned state was read (Unix epoch milliseconds), to line it up with I/O logs.
+  returned: always
+  type: int
 waited_s:
   description: Seconds spent waiting for O(min_live_paths).
   returned: always
@@ -219,6 +225,7 @@ def main():
             break
         time.sleep(0.5)
     result["waited_s"] = round(time.time() - started, 1)
+    result["time_ms"] = int(time.time() * 1000)
     if module.check_mode:
         for subsystem in subsystems:
             subsystem["iopolicy"] = dict((nqn, wanted) for _n, nqn, _c, wanted in plan).get(

@@ -158,6 +158,7 @@ class MultipathSysfs(object):
                 "path_device": entry,
                 "ana_state": _read(os.path.join(pbase, "ana_state")),
                 "ana_grpid": _int(_read(os.path.join(pbase, "ana_grpid"))),
+                "ios": completed_ios(_read(os.path.join(pbase, "stat"))),
             }
         return path
 
@@ -229,6 +230,18 @@ class MultipathSysfs(object):
                                  % (iopolicy, target, now))
 
 
+def completed_ios(stat):
+    """Reads + writes completed on a path device, from its block ``stat`` file (fields 1
+    and 5, Documentation/block/stat.rst): which path carried I/O. None when absent."""
+    fields = (stat or "").split()
+    if len(fields) < 5:
+        return None
+    try:
+        return int(fields[0]) + int(fields[4])
+    except ValueError:
+        return None
+
+
 def head_path(path, head):
     """One path of one head: where it goes, whether the controller is live, the ANA state."""
     ns = path["namespaces"][head]
@@ -241,6 +254,7 @@ def head_path(path, head):
         "state": path["state"],
         "ana_state": ns["ana_state"],
         "ana_grpid": ns["ana_grpid"],
+        "ios": ns["ios"],
     }
 
 
