@@ -7,6 +7,7 @@ layout, the lab scenario nvmeof_multipath reads the real one.
 """
 
 import os
+import sys
 
 import pytest
 
@@ -15,55 +16,8 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.multipath impo
     usable_paths, validate_iopolicy,
 )
 
-NQN = "nqn.2024-04.io.aiinfra.lab:te1.mp"
-OTHER = "nqn.2024-04.io.aiinfra.lab:te1.other"
-
-
-def write(root, rel, text):
-    full = os.path.join(str(root), rel)
-    os.makedirs(os.path.dirname(full), exist_ok=True)
-    with open(full, "w") as out:
-        out.write(text + "\n")
-
-
-def add_ctrl(root, ctrl, subsys, traddr, state="live", heads=(), ana=None, transport="tcp"):
-    write(root, "sys/class/nvme/nvme%d/transport" % ctrl, transport)
-    write(root, "sys/class/nvme/nvme%d/state" % ctrl, state)
-    write(root, "sys/class/nvme/nvme%d/address" % ctrl, "traddr=%s,trsvcid=4420,src_addr=10.99.0.2" % traddr)
-    os.makedirs(os.path.join(str(root), "sys/class/nvme-subsystem/nvme-subsys%d/nvme%d" % (subsys, ctrl)), exist_ok=True)
-    for head in heads:
-        pdir = "sys/class/nvme/nvme%d/nvme%dc%dn%d" % (ctrl, subsys, ctrl, head)
-        write(root, pdir + "/nsid", str(head))
-        if ana is not None:
-            write(root, pdir + "/ana_state", ana[head])
-            write(root, pdir + "/ana_grpid", str(head))
-
-
-def add_subsys(root, subsys, nqn, iopolicy="numa", heads=()):
-    base = "sys/class/nvme-subsystem/nvme-subsys%d" % subsys
-    write(root, base + "/subsysnqn", nqn)
-    write(root, base + "/iopolicy", iopolicy)
-    write(root, base + "/model", "Linux")
-    for head in heads:
-        os.makedirs(os.path.join(str(root), base, "nvme%dn%d" % (subsys, head)), exist_ok=True)
-        write(root, "sys/block/nvme%dn%d/size" % (subsys, head), "2097152")
-        write(root, "sys/block/nvme%dn%d/nsid" % (subsys, head), str(head))
-        write(root, "sys/block/nvme%dn%d/wwid" % (subsys, head), "uuid.0000000%d-aaaa-bbbb-cccc-dddddddddddd" % head)
-
-
-def two_path_tree(root, second_state="live", second_ana="optimized"):
-    add_subsys(root, 1, NQN, heads=(1, 2))
-    add_ctrl(root, 1, 1, "10.99.0.1", heads=(1, 2), ana={1: "optimized", 2: "non-optimized"})
-    add_ctrl(root, 2, 1, "10.99.1.1", state=second_state, heads=(1, 2), ana={1: second_ana, 2: "optimized"})
-    # A local PCIe drive in its own subsystem: never mixed into the fabric one.
-    add_subsys(root, 0, OTHER, heads=(1,))
-    add_ctrl(root, 0, 0, "", heads=(1,), transport="pcie")
-    by_id = os.path.join(str(root), "dev", "disk", "by-id")
-    os.makedirs(by_id)
-    os.symlink("../../nvme1n1", os.path.join(by_id, "nvme-Linux_abc_1"))
-    os.symlink("../../nvme1n1", os.path.join(by_id, "nvme-uuid.00000001-aaaa-bbbb-cccc-dddddddddddd"))
-    os.symlink("../../nvme1n1p1", os.path.join(by_id, "nvme-uuid.00000001-aaaa-bbbb-cccc-dddddddddddd-part1"))
-    return MultipathSysfs(sys_root=os.path.join(str(root), "sys"), dev_root=os.path.join(str(root), "dev"))
+sys.path.insert(0, os.path.dirname(__file__))
+from nvme_multipath_fake import NQN, OTHER, two_path_tree, write  # noqa: E402
 
 
 def test_subsystem_heads_paths_and_ana(tmp_path):
@@ -81,6 +35,15 @@ def test_subsystem_heads_paths_and_ana(tmp_path):
         ("nvme1", "optimized", "live"), ("nvme2", "optimized", "live")]
     assert [p["ana_state"] for p in head2["paths"]] == ["non-optimized", "optimized"]
     assert head2["by_id"] is None
+    # Completed reads + writes per path (block stat fields 1 and 5): which path carried I/O.
+    assert [p["ios"] for p in head1["paths"]] == [110, 220]
+
+
+def test_completed_ios():
+    from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.multipath import completed_ios
+    assert completed_ios("    1234        0   98720      361     4321        0    34568     2000        0") == 5555
+    assert completed_ios(None) is None
+    assert completed_ios("1 2") is None
 
 
 def test_only_requested_nqns_are_read(tmp_path):
