@@ -287,8 +287,9 @@ def path_shortfall(subsystems, min_live_paths):
         for head in subsystem["heads"]:
             usable = usable_paths(head)
             if len(usable) < min_live_paths:
-                seen = ["%s %s %s:%s state=%s ana=%s" % (p["controller"], p["transport"], p["traddr"], p["trsvcid"],
-                                                        p["state"], p["ana_state"]) for p in head["paths"]]
+                seen = ["%s %s %s:%s state=%s ana=%s" % (
+                    p["controller"], p["transport"], p["traddr"], p["trsvcid"], p["state"], p["ana_state"])
+                    for p in head["paths"]]
                 problems.append("%s of %s has %d usable path(s), wanted %d: %s" % (
                     head["path"], subsystem["nqn"], len(usable), min_live_paths, ", ".join(seen) or "no paths"))
     return problems
