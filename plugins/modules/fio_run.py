@@ -71,6 +71,13 @@ options:
     type: list
     elements: str
     default: []
+  timeline_interval_ms:
+    description:
+      - Also log the jobs' IOPS every this many milliseconds (fio's C(--write_iops_log), C(--log_avg_msec),
+        C(--log_unix_epoch)) and return them as RV(timeline) with the pauses in it, for example while a path
+        fails over. 0 logs nothing.
+    type: int
+    default: 0
   fail_on_job_error:
     description: Fail when a job reports a non-zero error.
     type: bool
@@ -139,12 +146,30 @@ totals:
   description: Sums over the jobs of read/write IOPS, bandwidth (bytes/s) and bytes moved.
   returned: when fio ran
   type: dict
+timeline:
+  description:
+    - With O(timeline_interval_ms), the IOPS of all jobs per interval (C(points), each C(t_ms) in Unix epoch
+      milliseconds with C(read_iops), C(write_iops), C(total_iops)) and C(pauses), the stretches of at least two
+      intervals in which no I/O completed (C(start_ms), C(end_ms), C(seconds); C(end_ms) null when I/O never
+      resumed), and C(longest_pause_s).
+  returned: when fio ran with O(timeline_interval_ms)
+  type: dict
+  sample:
+    interval_ms: 500
+    longest_pause_s: 6.5
+    pauses: [{start_ms: 1764560000500, end_ms: 1764560007000, seconds: 6.5}]
+    points: [{t_ms: 1764560000500, read_iops: 120, write_iops: 118, total_iops: 238}]
 errors:
   description: Jobs that reported an error, with fio's error number.
   returned: when fio ran
   type: list
   elements: dict
 """
+
+import glob
+import os
+import shutil
+import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -154,6 +179,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.fio import (
     parse_fio_json,
     validate_options,
 )
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.fio_log import parse_iops_log, summarize
 
 
 def main():
@@ -174,6 +200,7 @@ def main():
             direct=dict(type="bool", default=True),
             verify=dict(type="str", default=""),
             extra_args=dict(type="list", elements="str", default=[]),
+            timeline_interval_ms=dict(type="int", default=0),
             fail_on_job_error=dict(type="bool", default=True),
             timeout=dict(type="int", default=600),
         ),
@@ -185,9 +212,32 @@ def main():
         validate_options(p)
     except FioError as exc:
         module.fail_json(msg=exc.msg, **exc.details)
+    if p["timeline_interval_ms"] < 0:
+        module.fail_json(msg="timeline_interval_ms=%d must be >= 0" % p["timeline_interval_ms"])
     argv = build_argv(module.get_bin_path("fio", required=True), p)
     if module.check_mode:
         module.exit_json(changed=False, command=argv, msg="check mode: fio not run")
+    log_dir = None
+    if p["timeline_interval_ms"]:
+        log_dir = tempfile.mkdtemp(prefix="aiinfra-fio-")
+        argv += ["--write_iops_log=%s" % os.path.join(log_dir, "job"), "--log_avg_msec=%d" % p["timeline_interval_ms"],
+                 "--log_unix_epoch=1"]
+    try:
+        run_fio(module, p, argv, log_dir)
+    finally:
+        if log_dir:
+            shutil.rmtree(log_dir, ignore_errors=True)
+
+
+def read_timeline(log_dir, interval_ms):
+    logs = []
+    for path in sorted(glob.glob(os.path.join(log_dir, "job_iops*.log"))):
+        with open(path) as handle:
+            logs.append(parse_iops_log(handle.read()))
+    return summarize(logs, interval_ms)
+
+
+def run_fio(module, p, argv, log_dir):
     timeout_bin = module.get_bin_path("timeout")
     run_argv = ([timeout_bin, str(p["timeout"])] + argv) if timeout_bin and p["timeout"] > 0 else argv
     rc, out, err = module.run_command(run_argv, environ_update={"LC_ALL": "C"})
@@ -200,6 +250,8 @@ def main():
         module.fail_json(msg="fio failed (rc=%d): %s; %s" % (rc, exc.msg, err.strip()), command=argv, rc=rc,
                          stdout=out, stderr=err)
     result = dict(changed=True, command=argv, rc=rc, stderr=err, **summary)
+    if log_dir:
+        result["timeline"] = read_timeline(log_dir, p["timeline_interval_ms"])
     if rc != 0 or (summary["errors"] and p["fail_on_job_error"]):
         module.fail_json(msg="fio reported errors (rc=%d): %s %s" % (rc, summary["errors"], err.strip()), **result)
     module.exit_json(**result)

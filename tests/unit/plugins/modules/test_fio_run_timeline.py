@@ -1,0 +1,78 @@
+# -*- coding: utf-8 -*-
+"""fio_run glue for timeline_interval_ms: the IOPS-log options reach fio, the logs fio
+wrote are read back as a timeline with its pauses, and the temporary folder is removed.
+fio itself is replaced by a stand-in that writes a log the way fio 3.33 does."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.aiinfra.fabric.plugins.modules import fio_run
+
+T0 = 1764560000000
+FIO_JSON = json.dumps({"fio version": "fio-3.33", "jobs": [
+    {"jobname": "aiinfra", "error": 0, "write": {"iops": 100.0, "bw_bytes": 409600, "io_bytes": 4096000,
+                                                  "total_ios": 1000, "runtime": 10000}}]})
+
+
+class Exit(Exception):
+    pass
+
+
+def run(monkeypatch, args, log_rows=None):
+    calls = []
+
+    def run_command(self, argv, **kwargs):
+        calls.append(argv)
+        prefix = [a.split("=", 1)[1] for a in argv if a.startswith("--write_iops_log=")]
+        if prefix and log_rows is not None:
+            with open(prefix[0] + "_iops.1.log", "w") as handle:
+                handle.writelines("%d, %d, %d, 4096, 0, 0\n" % row for row in log_rows)
+        return 0, FIO_JSON, ""
+
+    result = {}
+
+    def exit_json(self, **kw):
+        result.update(kw)
+        raise Exit()
+
+    def fail_json(self, **kw):
+        result.update(kw, failed=True)
+        raise Exit()
+
+    monkeypatch.setattr(fio_run.AnsibleModule, "run_command", run_command)
+    monkeypatch.setattr(fio_run.AnsibleModule, "exit_json", exit_json)
+    monkeypatch.setattr(fio_run.AnsibleModule, "fail_json", fail_json)
+    monkeypatch.setattr(fio_run.AnsibleModule, "get_bin_path", lambda self, name, required=False: "/usr/bin/" + name)
+    with patch_module_args(dict({"filename": "/dev/nvme1n1"}, **args)):
+        with pytest.raises(Exit):
+            fio_run.main()
+    return result, calls
+
+
+def test_timeline_and_pause_from_the_iops_log(monkeypatch):
+    rows = [(T0 + i * 500, iops, 1) for i, iops in enumerate([80, 80, 0, 0, 0, 0, 0, 0, 75, 80])]
+    result, calls = run(monkeypatch, {"timeline_interval_ms": 500}, rows)
+    assert not result.get("failed"), result
+    argv = calls[0]
+    assert "--log_avg_msec=500" in argv and "--log_unix_epoch=1" in argv
+    log_dir = os.path.dirname([a for a in argv if a.startswith("--write_iops_log=")][0].split("=", 1)[1])
+    assert not os.path.exists(log_dir)
+    assert len(result["timeline"]["points"]) == 10
+    assert result["timeline"]["pauses"] == [{"start_ms": T0 + 500, "end_ms": T0 + 4000, "seconds": 3.5}]
+    assert result["timeline"]["longest_pause_s"] == 3.5
+
+
+def test_no_timeline_unless_asked(monkeypatch):
+    result, calls = run(monkeypatch, {})
+    assert "timeline" not in result
+    assert not [a for a in calls[0] if a.startswith("--write_iops_log")]
+
+
+def test_negative_interval_is_refused_before_fio_runs(monkeypatch):
+    result, calls = run(monkeypatch, {"timeline_interval_ms": -1})
+    assert result["failed"] and "timeline_interval_ms=-1" in result["msg"] and calls == []
