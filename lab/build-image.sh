@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Build (or reuse) the lab's base image: a Debian bookworm root filesystem with a real
-# 6.12 kernel, a busybox initramfs that mounts it, and the lab's SSH key baked in.
+# Build (or reuse) the lab's base image: a Debian root filesystem (bookworm or trixie,
+# AIINFRA_LAB_DISTRO) with a real 6.12 kernel, a busybox initramfs that mounts it, and the
+# lab's SSH key baked in.
 # Everything lands in $LAB_CACHE/images/<stamp>/; the stamp is a hash of the inputs,
 # so a changed package list or guest file gives a new image and an unchanged one is reused.
 set -euo pipefail
@@ -9,25 +10,69 @@ set -euo pipefail
 
 need() { command -v "$1" >/dev/null 2>&1 || lab_die "'$1' is missing: install the Debian package $2 (scripts/setup does)"; }
 need ssh-keygen openssh-client
-mkdir -p "$LAB_CACHE/debs" "$LAB_CACHE/images"
+mkdir -p "$LAB_CACHE/images"
 # One build at a time per cache, even when several labctl runs ask at once.
 exec 9>"$LAB_CACHE/build.lock"
 flock 9
 [ -f "$LAB_KEY" ] || ssh-keygen -q -t ed25519 -N '' -C aiinfra-fabric-lab -f "$LAB_KEY"
 
+distro=${LAB_DISTRO:-${AIINFRA_LAB_DISTRO:-bookworm}}
+case $distro in
+  bookworm)
+    # The host's own release: mmdebstrap reads the host's apt sources (bookworm-security
+    # carries the 6.12 kernel), and the host's apt knows the kernel's package name.
+    kernel_suffix=deb12 mirrors=() debs=$LAB_CACHE/debs ;;
+  trixie)
+    # Not the host's release: the mirrors are named, and the kernel's package name is
+    # asked of an apt that reads only these sources, in a throwaway directory.
+    kernel_suffix=deb13 debs=$LAB_CACHE/debs-trixie
+    mirrors=("deb http://deb.debian.org/debian trixie main"
+      "deb http://deb.debian.org/debian trixie-updates main"
+      "deb http://deb.debian.org/debian-security trixie-security main") ;;
+  *) lab_die "AIINFRA_LAB_DISTRO must be bookworm or trixie (got '$distro')" ;;
+esac
+keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+mkdir -p "$debs"
+
+# apt-cache pkgnames against only the given sources lines, with lists in a temporary
+# directory: the host's apt state is neither read nor changed.
+foreign_pkgnames() {
+  local prefix=$1; shift
+  local dir line
+  dir=$(mktemp -d "$LAB_CACHE/apt.XXXXXX")
+  mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial"
+  for line in "$@"; do echo "${line/deb /deb [signed-by=$keyring] }"; done > "$dir/sources.list"
+  local opts=(-o "Dir::Etc::SourceList=$dir/sources.list" -o Dir::Etc::SourceParts=/nonexistent
+    -o "Dir::State::Lists=$dir/lists" -o "Dir::Cache=$dir/cache" -o Acquire::Retries=3
+    -o APT::Architectures::=amd64)
+  if apt-get -qq "${opts[@]}" update >"$dir/update.log" 2>&1; then
+    apt-cache "${opts[@]}" pkgnames "$prefix" 2>/dev/null || true
+  else
+    echo "lab: apt-get update for $distro failed: $(tail -n 3 "$dir/update.log")" >&2
+  fi
+  rm -rf "$dir"
+}
+
 kernel_pkg=${AIINFRA_LAB_KERNEL_PACKAGE:-}
 if [ -z "$kernel_pkg" ]; then
-  kernel_pkg=$(apt-cache pkgnames linux-image-6.12. 2>/dev/null \
-    | grep -E '^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$' | sort -V | tail -n 1 || true)
-  [ -n "$kernel_pkg" ] || lab_die "no linux-image-6.12.*+deb12-amd64-unsigned package is known to apt: enable bookworm-security in the host's apt sources and run 'apt-get update'"
+  if [ ${#mirrors[@]} = 0 ]; then
+    names=$(apt-cache pkgnames linux-image-6.12. 2>/dev/null || true)
+  else
+    names=$(foreign_pkgnames linux-image-6.12. "${mirrors[@]}")
+  fi
+  kernel_pkg=$(echo "$names" | grep -E "^linux-image-6\.12\.[0-9]+\+${kernel_suffix}-amd64-unsigned\$" | sort -V | tail -n 1 || true)
+  [ -n "$kernel_pkg" ] || lab_die "no linux-image-6.12.*+${kernel_suffix}-amd64-unsigned package found for $distro (bookworm: enable bookworm-security in the host's apt sources and run 'apt-get update'; trixie: deb.debian.org must be reachable); or set AIINFRA_LAB_KERNEL_PACKAGE"
 fi
 
-packages=$(grep -vE '^\s*(#|$)' "$LAB_DIR/packages.txt" | tr '\n' ',')"$kernel_pkg"
-stamp=$( { echo "$packages"; cat "$0" "$LAB_DIR/initramfs-init"; find "$LAB_DIR/guest" -type f -print0 | sort -z | xargs -0 cat; cat "$LAB_KEY.pub"; } | sha256sum | cut -c1-16)
+# packages.txt is common to every release; packages-<release>.txt adds what one needs
+# (trixie: tlshd and keyutils for NVMe/TCP TLS).
+extra=$LAB_DIR/packages-$distro.txt
+packages=$(cat "$LAB_DIR/packages.txt" $([ -f "$extra" ] && echo "$extra") | grep -vE '^\s*(#|$)' | tr '\n' ',')"$kernel_pkg"
+stamp=$( { echo "$distro" "${mirrors[@]}"; echo "$packages"; cat "$0" "$LAB_DIR/initramfs-init"; find "$LAB_DIR/guest" -type f -print0 | sort -z | xargs -0 cat; cat "$LAB_KEY.pub"; } | sha256sum | cut -c1-16)
 out=$LAB_CACHE/images/$stamp
 if [ -f "$out/done" ]; then
   [ "$(readlink "$LAB_CACHE/images/current" 2>/dev/null)" = "$stamp" ] || ln -sfn "$stamp" "$LAB_CACHE/images/current"
-  lab_log "image $stamp is cached ($kernel_pkg)"
+  lab_log "image $stamp is cached ($distro, $kernel_pkg)"
   exit 0
 fi
 need mmdebstrap mmdebstrap
@@ -43,20 +88,20 @@ trap 'rc=$?; rm -rf "$work"; [ $rc = 0 ] || echo "lab: image build failed; log: 
 lab_log "building image $stamp with $kernel_pkg (log: $log)"
 start=$SECONDS
 
-lab_log "mmdebstrap: installing $(echo "$packages" | tr ',' '\n' | wc -l) packages into a bookworm root"
+lab_log "mmdebstrap: installing $(echo "$packages" | tr ',' '\n' | wc -l) packages into a $distro root"
 mmdebstrap --variant=apt --mode=root --components=main \
   --include="$packages" \
-  --aptopt='Acquire::Retries "3"' \
+  --aptopt='Acquire::Retries "3"' --keyring="$keyring" \
   --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
   --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/locale/locale.alias' \
   --skip=essential/unlink \
   --setup-hook='mkdir -p "$1"/var/cache/apt/archives/' \
-  --setup-hook="sync-in $LAB_CACHE/debs /var/cache/apt/archives/" \
-  --customize-hook="sync-out /var/cache/apt/archives $LAB_CACHE/debs" \
+  --setup-hook="sync-in $debs /var/cache/apt/archives/" \
+  --customize-hook="sync-out /var/cache/apt/archives $debs" \
   --customize-hook="copy-in $LAB_DIR/guest/lab-init.sh /usr/local/sbin/" \
   --customize-hook="copy-in $LAB_DIR/guest/lab-init.service /etc/systemd/system/" \
   --customize-hook="$LAB_DIR/guest/customize.sh \"\$1\" $LAB_KEY.pub" \
-  bookworm "$work/root" >"$log" 2>&1 \
+  "$distro" "$work/root" ${mirrors[@]+"${mirrors[@]}"} >"$log" 2>&1 \
   || lab_die "mmdebstrap failed; last lines of $log:$(echo; tail -n 20 "$log")"
 lab_log "mmdebstrap done in $((SECONDS - start)) s"
 
@@ -75,6 +120,7 @@ mkfs.ext4 -q -F -L labroot -d "$work/root" "$work/out/rootfs.img" "$LAB_DISK_SIZ
   || lab_die "mkfs.ext4 failed; see $log"
 
 echo "$kernel_pkg" > "$work/out/kernel-package"
+echo "$distro" > "$work/out/distro"
 touch "$work/out/done"
 rm -rf "$out"; mv "$work/out" "$out"
 ln -sfn "$stamp" "$LAB_CACHE/images/current"

@@ -14,6 +14,8 @@ import json
 import os
 import re
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.capabilities import ConnectCapabilities
+
 NVME_ENV = {"LC_ALL": "C", "LANG": "C"}
 
 # nvme connect long options, by the module parameter that feeds them.
@@ -33,7 +35,6 @@ CONNECT_OPTIONS = (
     ("queue_size", "--queue-size"),
     ("dhchap_secret", "--dhchap-secret"),
     ("dhchap_ctrl_secret", "--dhchap-ctrl-secret"),
-    ("tls_key", "--tls_key"),
     ("keyring", "--keyring"),
 )
 DISCOVER_OPTIONS = (
@@ -46,8 +47,9 @@ DISCOVER_OPTIONS = (
     ("hostid", "--hostid"),
     ("dhchap_secret", "--dhchap-secret"),
 )
-# nvme-cli gained --tls, --tls_key and --keyring in 2.4.
-TLS_MIN_VERSION = (2, 4)
+# Option values never returned or logged: the DH-HMAC-CHAP secrets, and the TLS key
+# (a key serial, or in newer nvme-cli a PSK in interchange format).
+SECRET_OPTIONS = ("--dhchap-secret", "--dhchap-ctrl-secret", "--tls_key", "--tls-key")
 
 
 class NvmeCliError(Exception):
@@ -78,11 +80,19 @@ def _options(spec, values):
     return argv
 
 
-def build_connect_argv(nvme, values):
-    """argv for ``nvme connect``; ``values`` holds the validated module parameters."""
+def build_connect_argv(nvme, values, tls_key_flag="--tls_key"):
+    """argv for ``nvme connect``; ``values`` holds the validated module parameters.
+
+    ``tls_key_flag`` is the spelling of the TLS key option the installed nvme-cli lists
+    in its help (see capabilities.ConnectCapabilities.tls_key_flag).
+    """
     argv = [nvme, "connect"] + _options(CONNECT_OPTIONS, values)
     if values.get("tls"):
         argv.append("--tls")
+        if values.get("tls_key"):
+            argv.append("%s=%s" % (tls_key_flag, values["tls_key"]))
+    if values.get("concat"):
+        argv.append("--concat")
     return argv
 
 
@@ -95,7 +105,7 @@ def build_discover_argv(nvme, values):
     return [nvme, "discover"] + _options(DISCOVER_OPTIONS, values) + ["--output-format=json"]
 
 
-def redact_argv(argv, secrets=("--dhchap-secret", "--dhchap-ctrl-secret")):
+def redact_argv(argv, secrets=SECRET_OPTIONS):
     """A copy of argv safe to return or log: secret option values masked."""
     result = []
     for arg in argv:
@@ -283,6 +293,7 @@ class NvmeCli(object):
         self.nvme = module.get_bin_path("nvme", required=True)
         self.kmsg_path = kmsg_path
         self._version = None
+        self._caps = None
 
     def run(self, argv, check=True, data=None):
         rc, out, err = self.module.run_command(argv, environ_update=NVME_ENV, data=data)
@@ -296,6 +307,19 @@ class NvmeCli(object):
             rc, out, err = self.run([self.nvme, "version"], check=False)
             self._version = parse_version(out) if rc == 0 else None
         return self._version
+
+    def connect_capabilities(self, fabrics_dev="/dev/nvme-fabrics"):
+        """What ``nvme connect`` and the kernel offer (TLS, key options, concat), read from
+        ``nvme connect --help`` and /dev/nvme-fabrics, once per module run."""
+        if self._caps is None:
+            rc, out, err = self.run([self.nvme, "connect", "--help"], check=False)
+            try:
+                with open(fabrics_dev) as handle:
+                    fabrics = handle.read()
+            except (IOError, OSError):
+                fabrics = None
+            self._caps = ConnectCapabilities.from_outputs((out or "") + "\n" + (err or ""), fabrics)
+        return self._caps
 
     def gen_hostnqn(self):
         return self.run([self.nvme, "gen-hostnqn"])[1].strip()
@@ -313,8 +337,8 @@ class NvmeCli(object):
         raise NvmeCliError("nvme %s failed: %s (nvme-cli said: %s)" % (action, failure_hint(kind), message),
                            kind=kind, rc=rc, stdout=out, stderr=err, cmd=redact_argv(argv), kernel=kernel)
 
-    def connect(self, values):
-        return self._run_classified(build_connect_argv(self.nvme, values), "connect")
+    def connect(self, values, tls_key_flag="--tls_key"):
+        return self._run_classified(build_connect_argv(self.nvme, values, tls_key_flag), "connect")
 
     def disconnect(self, name):
         rc, out, err = self.run(build_disconnect_argv(self.nvme, name), check=False)

@@ -170,6 +170,10 @@ def desired_from_params(params):
         raise ValidationError("tls_key/keyring are only used with tls=true")
     if desired["tls"] and transport != "tcp":
         raise ValidationError("tls=true needs transport=tcp (NVMe/TCP TLS); got transport=%s" % transport)
+    desired["concat"] = bool(params.get("concat"))
+    if desired["concat"] and not (desired["tls"] and desired["dhchap_secret"]):
+        raise ValidationError("concat=true (secure concatenation: TLS keyed by DH-HMAC-CHAP) needs tls=true "
+                              "and dhchap_secret")
     return desired
 
 
