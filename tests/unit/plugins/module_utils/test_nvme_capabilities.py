@@ -64,3 +64,17 @@ def test_fabrics_tokens_and_kernel_checks():
 def test_tls_key_spelling_follows_the_help(flag):
     caps = ConnectCapabilities.from_outputs("  [  --tls ] --- x\n  [  %s=<STR> ] --- y\n" % flag)
     assert caps.tls_key_flag == flag
+
+
+def test_nvme_cli_213_on_the_debian_13_kernel():
+    caps = ConnectCapabilities.from_outputs(fixture("connect-help-nvme-cli-2.13.txt"),
+                                            fixture("dev-nvme-fabrics-6.12-deb13.txt"))
+    assert caps.tls and caps.keyring and caps.concat and caps.json_config
+    # 2.13 lists both spellings; the dashed one is preferred.
+    assert {"tls-key", "tls_key", "tls-key-identity"} <= caps.options
+    assert caps.tls_key_flag == "--tls-key"
+    assert caps.missing({"tls": True, "tls_key": "x", "keyring": ".nvme"}) == []
+    # The 6.12 kernel takes tls but not concat: nvme-cli could, the kernel cannot, and the
+    # message names the kernel.
+    problems = caps.missing({"tls": True, "concat": True})
+    assert len(problems) == 1 and "kernel" in problems[0] and "concat" in problems[0]

@@ -170,3 +170,21 @@ def test_unlink_uses_proc_keys_serials(tmp_path):
     assert run.calls == [["keyctl", "unlink", str(0x1a2b3c4d), str(0x0b1c2d3e)]]
     with pytest.raises(KeyringError):
         KeyLoader(run, proc_keys=str(proc)).unlink(".other", "NVMe0R01 %s %s" % (HOST, SUB))
+
+
+def test_keys_made_by_nvme_cli_213_pass_and_its_identities_match():
+    # gen-tls-key-nvme-cli-2.13.txt: two keys from 'nvme gen-tls-key --hmac=1/2' on the trixie
+    # lab, each followed by the identity 'nvme check-tls-key' printed for them, then a key
+    # nvme-cli itself refused for its CRC.
+    lines = fixture("gen-tls-key-nvme-cli-2.13.txt").splitlines()
+    sub = "nqn.2026-12.io.aiinfra:fixture"
+    for key_line, ident_line in ((lines[0], lines[1]), (lines[3], lines[4])):
+        hmac = parse_psk(key_line.strip())
+        assert identity(hmac, HOST, sub) == ident_line.strip()
+    assert "CRC mismatch" in lines[6]
+    with pytest.raises(PskError, match="CRC-32"):
+        parse_psk("NVMeTLSkey-1:01:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA:")
+
+
+def test_insert_command_of_nvme_cli_213():
+    assert insert_command(fixture("check-tls-key-help-nvme-cli-2.13.txt"), None) == ["check-tls-key", "--insert"]
