@@ -372,6 +372,12 @@ def main():
             module.fail_json(msg="cannot connect with tls=%s concat=%s on this host: %s" % (
                 desired["tls"], desired["concat"], "; ".join(missing)))
         tls_key_flag = caps.tls_key_flag or tls_key_flag
+    if state == "connected" and params["persistent"] and "config" not in cli.help_options("connect-all"):
+        # The boot-time connect (nvmf-autoconnect: nvme connect-all) must read the file this
+        # module writes; an nvme-cli whose connect-all takes no JSON --config does not.
+        module.fail_json(msg="persistent=true writes libnvme's JSON configuration (%s), but this nvme-cli's "
+                             "'connect-all --help' lists no --config option, so it would not read it at boot; "
+                             "nothing was changed" % CONFIG_JSON)
     if state == "connected" and not sysfs.fabrics_device_present():
         module.fail_json(msg="/dev/nvme-fabrics does not exist: the nvme-fabrics kernel module is not loaded "
                              "(modprobe nvme-fabrics, and nvme-%s for transport=%s)" % (desired["transport"], desired["transport"]))

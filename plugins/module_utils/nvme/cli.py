@@ -14,7 +14,9 @@ import json
 import os
 import re
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.capabilities import ConnectCapabilities
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.capabilities import (
+    ConnectCapabilities, parse_long_options,
+)
 
 NVME_ENV = {"LC_ALL": "C", "LANG": "C"}
 
@@ -320,6 +322,11 @@ class NvmeCli(object):
                 fabrics = None
             self._caps = ConnectCapabilities.from_outputs((out or "") + "\n" + (err or ""), fabrics)
         return self._caps
+
+    def help_options(self, command):
+        """The long options ``nvme <command> --help`` lists (empty when it fails)."""
+        rc, out, err = self.run([self.nvme, command, "--help"], check=False)
+        return parse_long_options((out or "") + "\n" + (err or ""))
 
     def gen_hostnqn(self):
         return self.run([self.nvme, "gen-hostnqn"])[1].strip()

@@ -78,3 +78,10 @@ def test_nvme_cli_213_on_the_debian_13_kernel():
     # message names the kernel.
     problems = caps.missing({"tls": True, "concat": True})
     assert len(problems) == 1 and "kernel" in problems[0] and "concat" in problems[0]
+
+
+@pytest.mark.parametrize("release", ["2.3", "2.13"])
+def test_connect_all_reads_the_json_config_in_both_releases(release):
+    # nvme_connect persistent=true writes /etc/nvme/config.json only when the boot-time
+    # 'nvme connect-all' lists --config (libnvme's JSON); both lab releases do.
+    assert "config" in parse_long_options(fixture("connect-all-help-nvme-cli-%s.txt" % release))
