@@ -156,6 +156,12 @@ options:
         C(keep_alive_tmo), queue settings and C(reconnect_delay) at boot, but not
         C(ctrl_loss_tmo) (it keeps its default, 600 s); the next run then reports that as
         drift.
+      - The module first checks that C(nvme connect-all --help) lists C(--config) (it reads
+        libnvme's JSON file; nvme-cli 2.3 and 2.13 do) and fails without changing anything
+        when it does not, instead of writing a file the boot-time connect would not read.
+      - With O(tls=true) the port entry gets C(tls) (and C(keyring)) but no key: the PSK stays in
+        the kernel keyring, which the aiinfra.fabric.nvme_tls role fills again at boot. A TLS
+        connection coming back at boot this way is not yet proven in the lab.
       - false leaves the configuration as it is.
     type: bool
     default: false
