@@ -124,7 +124,7 @@ options:
     default: false
   tls_key:
     description:
-      - The TLS key to use, with O(tls=true): a key serial in the keyring, or for nvme-cli
+      - The TLS key to use with O(tls=true) - a key serial in the keyring, or for nvme-cli
         releases that take it, a PSK in interchange format. Passed as C(--tls-key) or C(--tls_key),
         whichever the installed nvme-cli lists. Never logged or returned.
     type: str
