@@ -159,7 +159,7 @@ options:
       - The module first checks that C(nvme connect-all --help) lists C(--config) (it reads
         libnvme's JSON file; nvme-cli 2.3 and 2.13 do) and fails without changing anything
         when it does not, instead of writing a file the boot-time connect would not read.
-      - With O(tls=true) the port entry gets C(tls) (and C(keyring)) but no key: the PSK stays in
+      - With O(tls=true) the port entry gets C(tls) (and C(keyring)) but no key; the PSK stays in
         the kernel keyring, which the aiinfra.fabric.nvme_tls role fills again at boot. A TLS
         connection coming back at boot this way is not yet proven in the lab.
       - false leaves the configuration as it is.
