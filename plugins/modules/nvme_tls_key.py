@@ -88,10 +88,18 @@ keys:
   type: list
   elements: dict
   contains:
-    hostnqn: {description: Host NQN., type: str}
-    subsysnqn: {description: Subsystem NQN., type: str}
-    identity: {description: TLS PSK identity in the keyring., type: str}
-    loaded: {description: Whether the keyring holds it (in check mode, whether it would)., type: bool}
+    hostnqn:
+      description: Host NQN.
+      type: str
+    subsysnqn:
+      description: Subsystem NQN.
+      type: str
+    identity:
+      description: TLS PSK identity in the keyring.
+      type: str
+    loaded:
+      description: Whether the keyring holds it (in check mode, whether it would).
+      type: bool
 operations:
   description: What was (or in check mode would be) done, by identity; never a key.
   returned: always
@@ -140,7 +148,7 @@ def main():
                 psk=dict(type="str", required=True, no_log=True),
             )),
             state=dict(type="str", default="present", choices=["present", "absent"]),
-            keyring=dict(type="str", default=DEFAULT_KEYRING),
+            keyring=dict(type="str", default=DEFAULT_KEYRING, no_log=False),
             store=dict(type="path", default=DEFAULT_STORE),
         ),
         supports_check_mode=True,
