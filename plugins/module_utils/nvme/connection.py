@@ -240,6 +240,9 @@ def controller_drift(ctrl, secrets, desired, online_cpus=None):
             continue
         if ctrl[key] != wanted[key]:
             drift[key] = {"current": ctrl[key], "desired": wanted[key]}
+    # A plain connection is not a TLS one (and the other way round), whatever else matches.
+    if "tls" in desired and ctrl.get("tls") is not None and bool(desired["tls"]) != ctrl["tls"]:
+        drift["tls"] = {"current": ctrl["tls"], "desired": bool(desired["tls"])}
     for key in SECRET_KEYS:
         have, want = (secrets or {}).get(key), desired.get(key)
         if have == want:

@@ -241,3 +241,12 @@ def test_concat_needs_tls_and_a_dhchap_secret():
     with pytest.raises(ValidationError, match="concat=true .* needs tls=true and dhchap_secret"):
         desired_from_params(params(concat=True, tls=True))
     assert desired_from_params(params(concat=True, tls=True, dhchap_secret=KEY))["concat"] is True
+
+
+def test_tls_drift_both_ways():
+    # Before this check a plain connection satisfied tls=true (no drift, no change).
+    assert controller_drift(ctrl(tls=False), {}, desired_from_params(params(tls=True))) == {
+        "tls": {"current": False, "desired": True}}
+    assert controller_drift(ctrl(tls=True), {}, desired_from_params(params())) == {
+        "tls": {"current": True, "desired": False}}
+    assert controller_drift(ctrl(tls=True), {}, desired_from_params(params(tls=True))) == {}
