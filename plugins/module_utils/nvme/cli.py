@@ -198,6 +198,16 @@ def classify_failure(stderr, kernel_messages=()):
     """
     text = (stderr or "").lower()
     kernel = " ".join(kernel_messages).lower()
+    # NVMe/TCP TLS, as nvme-cli 2.13 and the 6.12 kernel put it (trixie lab, molecule
+    # nvmeof_tls): no PSK for this host/subsystem in the keyring; a handshake that failed
+    # (a PSK the target does not share); the target resetting a plain connection at the
+    # first exchange (what a port that requires TLS does to plain TCP).
+    if "pre-shared tls key is missing" in text or "no valid psk found" in kernel:
+        return "tls_key_missing"
+    if "tls handshake complete, error" in kernel:
+        return "tls_handshake"
+    if "failed to receive icresp, error -104" in kernel:
+        return "connection_reset"
     if "required key not available" in text or ": no key" in kernel:
         return "authentication_required"
     if "key was rejected" in text or "authentication failed" in kernel:
@@ -235,6 +245,12 @@ _KIND_HINTS = {
     "subsystem_not_found": "the target refused the subsystem NQN: it does not exist on this port or does "
                            "not allow this host",
     "already_connected": "nvme-cli says a matching controller already exists",
+    "tls_key_missing": "the keyring holds no TLS PSK for this host and subsystem: load it with "
+                       "aiinfra.fabric.nvme_tls_key (the nvme_tls role) on this host",
+    "tls_handshake": "the TLS handshake failed: the PSK here differs from the target's for this host and "
+                     "subsystem, or tlshd is not running on one side",
+    "connection_reset": "the target reset the connection at its first exchange: a port that requires TLS "
+                        "does this to plain TCP (set tls=true), or the target refused this host",
     "command": "nvme-cli failed",
 }
 

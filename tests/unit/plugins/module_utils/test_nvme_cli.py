@@ -219,3 +219,16 @@ def test_kernel_log_reads_only_new_nvme_records(tmp_path):
         handle.write("3,101,2,-;nvme nvme0: failed to connect socket: -111\n")
     lines = log.read_new()
     assert lines == ["nvme nvme0: failed to connect socket: -111"]
+
+
+@pytest.mark.parametrize("stderr, kernel, kind", [
+    # Seen on the trixie lab (nvme-cli 2.13, kernel 6.12.118+deb13), molecule nvmeof_tls verify:
+    ("could not add new controller: pre-shared TLS key is missing", ["nvme nvme0: no valid PSK found"],
+     "tls_key_missing"),
+    ("could not add new controller: failed to write to nvme-fabrics device",
+     ["nvme nvme0: queue 0: TLS handshake complete, error -110"], "tls_handshake"),
+    ("could not add new controller: failed to write to nvme-fabrics device",
+     ["nvme_tcp: queue 0: failed to receive icresp, error -104"], "connection_reset"),
+])
+def test_tls_failures_are_told_apart(stderr, kernel, kind):
+    assert classify_failure(stderr, kernel) == kind
