@@ -26,7 +26,7 @@ version_added: 0.1.0
 author:
   - aiinfra.fabric contributors (!UNKNOWN)
 requirements:
-  - nvme-cli 2.x on the managed host (Debian 12 ships 2.3); 2.4 or later for TLS.
+  - nvme-cli 2.x on the managed host (Debian 12 ships 2.3, Debian 13 2.13); an nvme-cli whose C(connect) lists C(--tls) for TLS.
   - The nvme-fabrics module loaded (C(/dev/nvme-fabrics) present). The kernel loads the
     transport driver (nvme-tcp, nvme-rdma, nvme-fc) on connect when it is installed.
 options:
@@ -112,17 +112,32 @@ options:
     type: str
   tls:
     description:
-      - Use TLS on NVMe/TCP (C(nvme connect --tls)).
-      - nvme-cli before 2.4, including Debian 12's 2.3, has no TLS options; the module
-        fails with a clear message instead of connecting without TLS.
+      - Use TLS on NVMe/TCP (C(nvme connect --tls)). The PSK is looked up in the kernel keyring
+        (C(.nvme) unless O(keyring) says otherwise) under the identity of this host and subsystem;
+        C(tlshd) (ktls-utils) must run on the host. The aiinfra.fabric.nvmeof_initiator role loads
+        the keys and starts tlshd.
+      - Whether nvme-cli and the kernel can do it is read from C(nvme connect --help) and
+        C(/dev/nvme-fabrics), not from version numbers; nvme-cli 2.3 (Debian 12) has no TLS
+        options, and the module then fails with a message that says which part lacks what,
+        instead of connecting without TLS.
     type: bool
     default: false
   tls_key:
-    description: Key serial of the TLS PSK in the keyring (C(--tls_key)), with O(tls=true).
+    description:
+      - The TLS key to use with O(tls=true) - a key serial in the keyring, or for nvme-cli
+        releases that take it, a PSK in interchange format. Passed as C(--tls-key) or C(--tls_key),
+        whichever the installed nvme-cli lists. Never logged or returned.
     type: str
   keyring:
     description: Keyring to look the TLS key up in (C(--keyring)), with O(tls=true).
     type: str
+  concat:
+    description:
+      - Secure concatenation (C(--concat)) - TLS keyed by the DH-HMAC-CHAP exchange. Needs O(tls=true)
+        and O(dhchap_secret). The module fails before connecting when nvme-cli's help does not list
+        C(--concat) or the kernel's C(/dev/nvme-fabrics) does not list C(concat), and says which.
+    type: bool
+    default: false
   persistent:
     description:
       - Write this connection into C(/etc/nvme/config.json) (libnvme's JSON configuration,
@@ -141,6 +156,12 @@ options:
         C(keep_alive_tmo), queue settings and C(reconnect_delay) at boot, but not
         C(ctrl_loss_tmo) (it keeps its default, 600 s); the next run then reports that as
         drift.
+      - The module first checks that C(nvme connect-all --help) lists C(--config) (it reads
+        libnvme's JSON file; nvme-cli 2.3 and 2.13 do) and fails without changing anything
+        when it does not, instead of writing a file the boot-time connect would not read.
+      - With O(tls=true) the port entry gets C(tls) (and C(keyring)) but no key; the PSK stays in
+        the kernel keyring, which the aiinfra.fabric.nvme_tls role fills again at boot. A TLS
+        connection coming back at boot this way is not yet proven in the lab.
       - false leaves the configuration as it is.
     type: bool
     default: false
@@ -290,7 +311,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.cli import (
-    TLS_MIN_VERSION, NvmeCli, NvmeCliError,
+    NvmeCli, NvmeCliError,
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection import (
     ValidationError, controller_drift, desired_from_params, matching_controllers, plan_connection,
@@ -329,6 +350,7 @@ def main():
             tls=dict(type="bool", default=False),
             tls_key=dict(type="str", no_log=True),
             keyring=dict(type="str", no_log=False),
+            concat=dict(type="bool", default=False),
             persistent=dict(type="bool", default=False),
             reconnect=dict(type="bool", default=False),
             force=dict(type="bool", default=False),
@@ -347,12 +369,21 @@ def main():
 
     sysfs = FabricsSysfs()
     cli = NvmeCli(module)
-    if desired["tls"] and state == "connected":
-        version = cli.version()
-        if version is None or version < TLS_MIN_VERSION:
-            module.fail_json(msg="tls=true needs nvme-cli %d.%d or later (--tls, --tls_key, --keyring); this host "
-                                 "has nvme-cli %s, which has no TLS options" % (TLS_MIN_VERSION + (
-                                     ".".join(str(v) for v in version) if version else "of unknown version",)))
+    tls_key_flag = "--tls_key"
+    if (desired["tls"] or desired["concat"]) and state == "connected":
+        # Read from nvme-cli's own help and the kernel's option list, not guessed from versions.
+        caps = cli.connect_capabilities()
+        missing = caps.missing(desired)
+        if missing:
+            module.fail_json(msg="cannot connect with tls=%s concat=%s on this host: %s" % (
+                desired["tls"], desired["concat"], "; ".join(missing)))
+        tls_key_flag = caps.tls_key_flag or tls_key_flag
+    if state == "connected" and params["persistent"] and "config" not in cli.help_options("connect-all"):
+        # The boot-time connect (nvmf-autoconnect: nvme connect-all) must read the file this
+        # module writes; an nvme-cli whose connect-all takes no JSON --config does not.
+        module.fail_json(msg="persistent=true writes libnvme's JSON configuration (%s), but this nvme-cli's "
+                             "'connect-all --help' lists no --config option, so it would not read it at boot; "
+                             "nothing was changed" % CONFIG_JSON)
     if state == "connected" and not sysfs.fabrics_device_present():
         module.fail_json(msg="/dev/nvme-fabrics does not exist: the nvme-fabrics kernel module is not loaded "
                              "(modprobe nvme-fabrics, and nvme-%s for transport=%s)" % (desired["transport"], desired["transport"]))
@@ -449,7 +480,7 @@ def main():
                 connect_values = dict(desired)
                 connect_values["hostnqn"] = hostnqn
                 connect_values["hostid"] = hostid
-                cli.connect(connect_values)
+                cli.connect(connect_values, tls_key_flag)
     except NvmeCliError as exc:
         details = exc.details()
         if exc.kind == "command" and not sysfs.transport_module_loaded(desired["transport"]):

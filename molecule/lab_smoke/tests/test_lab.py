@@ -5,13 +5,18 @@ import re
 import pytest
 
 MODULES_LOADED_BY_CONVERGE = ["nvmet", "nvmet_tcp", "nvme_tcp", "rdma_rxe"]
+# The kernel's Debian suffix of each lab distribution (AIINFRA_LAB_DISTRO).
+KERNEL_SUFFIX = {"bookworm": "deb12", "trixie": "deb13"}
 
 
 @pytest.mark.parametrize("vm", ["te1", "te2"])
 def test_real_debian_612_kernel(vm, request):
     host = request.getfixturevalue(vm)
     release = host.check_output("uname -r")
-    assert re.match(r"^6\.12\.\d+\+deb12-amd64$", release), release
+    codename = host.check_output(". /etc/os-release && echo $VERSION_CODENAME")
+    assert codename in KERNEL_SUFFIX, codename
+    # The release's own 6.12 kernel, not one carried over from another distribution.
+    assert re.match(r"^6\.12\.\d+\+%s-amd64$" % KERNEL_SUFFIX[codename], release), (codename, release)
     assert host.check_output("hostname") == vm
 
 

@@ -14,6 +14,10 @@ import json
 import os
 import re
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.capabilities import (
+    ConnectCapabilities, parse_long_options,
+)
+
 NVME_ENV = {"LC_ALL": "C", "LANG": "C"}
 
 # nvme connect long options, by the module parameter that feeds them.
@@ -33,7 +37,6 @@ CONNECT_OPTIONS = (
     ("queue_size", "--queue-size"),
     ("dhchap_secret", "--dhchap-secret"),
     ("dhchap_ctrl_secret", "--dhchap-ctrl-secret"),
-    ("tls_key", "--tls_key"),
     ("keyring", "--keyring"),
 )
 DISCOVER_OPTIONS = (
@@ -46,8 +49,9 @@ DISCOVER_OPTIONS = (
     ("hostid", "--hostid"),
     ("dhchap_secret", "--dhchap-secret"),
 )
-# nvme-cli gained --tls, --tls_key and --keyring in 2.4.
-TLS_MIN_VERSION = (2, 4)
+# Option values never returned or logged: the DH-HMAC-CHAP secrets, and the TLS key
+# (a key serial, or in newer nvme-cli a PSK in interchange format).
+SECRET_OPTIONS = ("--dhchap-secret", "--dhchap-ctrl-secret", "--tls_key", "--tls-key")
 
 
 class NvmeCliError(Exception):
@@ -78,11 +82,19 @@ def _options(spec, values):
     return argv
 
 
-def build_connect_argv(nvme, values):
-    """argv for ``nvme connect``; ``values`` holds the validated module parameters."""
+def build_connect_argv(nvme, values, tls_key_flag="--tls_key"):
+    """argv for ``nvme connect``; ``values`` holds the validated module parameters.
+
+    ``tls_key_flag`` is the spelling of the TLS key option the installed nvme-cli lists
+    in its help (see capabilities.ConnectCapabilities.tls_key_flag).
+    """
     argv = [nvme, "connect"] + _options(CONNECT_OPTIONS, values)
     if values.get("tls"):
         argv.append("--tls")
+        if values.get("tls_key"):
+            argv.append("%s=%s" % (tls_key_flag, values["tls_key"]))
+    if values.get("concat"):
+        argv.append("--concat")
     return argv
 
 
@@ -95,7 +107,7 @@ def build_discover_argv(nvme, values):
     return [nvme, "discover"] + _options(DISCOVER_OPTIONS, values) + ["--output-format=json"]
 
 
-def redact_argv(argv, secrets=("--dhchap-secret", "--dhchap-ctrl-secret")):
+def redact_argv(argv, secrets=SECRET_OPTIONS):
     """A copy of argv safe to return or log: secret option values masked."""
     result = []
     for arg in argv:
@@ -186,6 +198,16 @@ def classify_failure(stderr, kernel_messages=()):
     """
     text = (stderr or "").lower()
     kernel = " ".join(kernel_messages).lower()
+    # NVMe/TCP TLS, as nvme-cli 2.13 and the 6.12 kernel put it (trixie lab, molecule
+    # nvmeof_tls): no PSK for this host/subsystem in the keyring; a handshake that failed
+    # (a PSK the target does not share); the target resetting a plain connection at the
+    # first exchange (what a port that requires TLS does to plain TCP).
+    if "pre-shared tls key is missing" in text or "no valid psk found" in kernel:
+        return "tls_key_missing"
+    if "tls handshake complete, error" in kernel:
+        return "tls_handshake"
+    if "failed to receive icresp, error -104" in kernel:
+        return "connection_reset"
     if "required key not available" in text or ": no key" in kernel:
         return "authentication_required"
     if "key was rejected" in text or "authentication failed" in kernel:
@@ -223,6 +245,12 @@ _KIND_HINTS = {
     "subsystem_not_found": "the target refused the subsystem NQN: it does not exist on this port or does "
                            "not allow this host",
     "already_connected": "nvme-cli says a matching controller already exists",
+    "tls_key_missing": "the keyring holds no TLS PSK for this host and subsystem: load it with "
+                       "aiinfra.fabric.nvme_tls_key (the nvme_tls role) on this host",
+    "tls_handshake": "the TLS handshake failed: the PSK here differs from the target's for this host and "
+                     "subsystem, or tlshd is not running on one side",
+    "connection_reset": "the target reset the connection at its first exchange: a port that requires TLS "
+                        "does this to plain TCP (set tls=true), or the target refused this host",
     "command": "nvme-cli failed",
 }
 
@@ -283,6 +311,7 @@ class NvmeCli(object):
         self.nvme = module.get_bin_path("nvme", required=True)
         self.kmsg_path = kmsg_path
         self._version = None
+        self._caps = None
 
     def run(self, argv, check=True, data=None):
         rc, out, err = self.module.run_command(argv, environ_update=NVME_ENV, data=data)
@@ -296,6 +325,24 @@ class NvmeCli(object):
             rc, out, err = self.run([self.nvme, "version"], check=False)
             self._version = parse_version(out) if rc == 0 else None
         return self._version
+
+    def connect_capabilities(self, fabrics_dev="/dev/nvme-fabrics"):
+        """What ``nvme connect`` and the kernel offer (TLS, key options, concat), read from
+        ``nvme connect --help`` and /dev/nvme-fabrics, once per module run."""
+        if self._caps is None:
+            rc, out, err = self.run([self.nvme, "connect", "--help"], check=False)
+            try:
+                with open(fabrics_dev) as handle:
+                    fabrics = handle.read()
+            except (IOError, OSError):
+                fabrics = None
+            self._caps = ConnectCapabilities.from_outputs((out or "") + "\n" + (err or ""), fabrics)
+        return self._caps
+
+    def help_options(self, command):
+        """The long options ``nvme <command> --help`` lists (empty when it fails)."""
+        rc, out, err = self.run([self.nvme, command, "--help"], check=False)
+        return parse_long_options((out or "") + "\n" + (err or ""))
 
     def gen_hostnqn(self):
         return self.run([self.nvme, "gen-hostnqn"])[1].strip()
@@ -313,8 +360,8 @@ class NvmeCli(object):
         raise NvmeCliError("nvme %s failed: %s (nvme-cli said: %s)" % (action, failure_hint(kind), message),
                            kind=kind, rc=rc, stdout=out, stderr=err, cmd=redact_argv(argv), kernel=kernel)
 
-    def connect(self, values):
-        return self._run_classified(build_connect_argv(self.nvme, values), "connect")
+    def connect(self, values, tls_key_flag="--tls_key"):
+        return self._run_classified(build_connect_argv(self.nvme, values, tls_key_flag), "connect")
 
     def disconnect(self, name):
         rc, out, err = self.run(build_disconnect_argv(self.nvme, name), check=False)

@@ -172,6 +172,10 @@ def desired_from_params(params):
         raise ValidationError("tls_key/keyring are only used with tls=true")
     if desired["tls"] and transport != "tcp":
         raise ValidationError("tls=true needs transport=tcp (NVMe/TCP TLS); got transport=%s" % transport)
+    desired["concat"] = bool(params.get("concat"))
+    if desired["concat"] and not (desired["tls"] and desired["dhchap_secret"]):
+        raise ValidationError("concat=true (secure concatenation: TLS keyed by DH-HMAC-CHAP) needs tls=true "
+                              "and dhchap_secret")
     return desired
 
 
@@ -242,6 +246,9 @@ def controller_drift(ctrl, secrets, desired, online_cpus=None):
             continue
         if ctrl[key] != wanted[key]:
             drift[key] = {"current": ctrl[key], "desired": wanted[key]}
+    # A plain connection is not a TLS one (and the other way round), whatever else matches.
+    if "tls" in desired and ctrl.get("tls") is not None and bool(desired["tls"]) != ctrl["tls"]:
+        drift["tls"] = {"current": ctrl["tls"], "desired": bool(desired["tls"])}
     for key in SECRET_KEYS:
         have, want = (secrets or {}).get(key), desired.get(key)
         if have == want:

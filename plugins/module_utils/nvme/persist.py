@@ -40,6 +40,12 @@ def config_port(desired):
         port["dhchap_key"] = desired["dhchap_secret"]
     if desired.get("dhchap_ctrl_secret"):
         port["dhchap_ctrl_key"] = desired["dhchap_ctrl_secret"]
+    # libnvme's port fields for NVMe/TCP TLS; the PSK itself stays in the keyring (the
+    # nvme_tls role loads it at boot), so no key is written here.
+    if desired.get("tls"):
+        port["tls"] = True
+        if desired.get("keyring"):
+            port["keyring"] = desired["keyring"]
     return port
 
 

@@ -119,6 +119,9 @@ class FabricsSysfs(object):
             "model": raw["model"],
             "serial": raw["serial"],
             "firmware_rev": raw["firmware_rev"],
+            # tls_key (the serial of the TLS PSK in use) exists only on a controller that
+            # runs over TLS (seen on 6.12: "2d57d9e8"); whether it does is all we keep.
+            "tls": _read(os.path.join(base, "tls_key")) not in (None, "", "none"),
         }
         # ctrl_loss_tmo reads "off" when the controller retries forever (-1).
         loss = raw["ctrl_loss_tmo"]

@@ -39,7 +39,11 @@ def test_connect_argv_is_a_list_of_long_options():
 def test_connect_argv_tls_and_loop():
     argv = build_connect_argv("nvme", {"transport": "tcp", "traddr": "10.0.0.1", "trsvcid": "4420",
                                        "nqn": "nqn.2024-01.io.x:a", "tls": True, "tls_key": "0x2d3f"})
-    assert argv[-2:] == ["--tls_key=0x2d3f", "--tls"]
+    assert argv[-2:] == ["--tls", "--tls_key=0x2d3f"]
+    # nvme-cli releases that spell it --tls-key get that spelling (read from their help).
+    argv = build_connect_argv("nvme", {"transport": "tcp", "traddr": "10.0.0.1", "nqn": "nqn.2024-01.io.x:a",
+                                       "tls": True, "tls_key": "0x2d3f", "concat": True}, "--tls-key")
+    assert argv[-3:] == ["--tls", "--tls-key=0x2d3f", "--concat"]
     assert build_connect_argv("nvme", {"transport": "loop", "nqn": "nqn.2024-01.io.x:a"}) == [
         "nvme", "connect", "--transport=loop", "--nqn=nqn.2024-01.io.x:a"]
 
@@ -53,6 +57,13 @@ def test_discover_argv_asks_for_json():
                                         "host_iface": "eth1", "nqn": "ignored"})
     assert argv == ["nvme", "discover", "--transport=tcp", "--traddr=10.99.0.1", "--trsvcid=4420",
                     "--host-iface=eth1", "--output-format=json"]
+
+
+def test_redact_argv_masks_the_tls_key_in_both_spellings():
+    # Before the fix only the DH-HMAC-CHAP options were masked: a TLS key (a PSK in
+    # interchange format for newer nvme-cli) was returned in 'cmd' of a failed connect.
+    argv = ["nvme", "connect", "--tls", "--tls_key=NVMeTLSkey-1:01:c2VjcmV0:", "--tls-key=NVMeTLSkey-1:01:c2VjcmV0:"]
+    assert redact_argv(argv) == ["nvme", "connect", "--tls", "--tls_key=********", "--tls-key=********"]
 
 
 def test_redact_argv_masks_secrets_only():
@@ -208,3 +219,16 @@ def test_kernel_log_reads_only_new_nvme_records(tmp_path):
         handle.write("3,101,2,-;nvme nvme0: failed to connect socket: -111\n")
     lines = log.read_new()
     assert lines == ["nvme nvme0: failed to connect socket: -111"]
+
+
+@pytest.mark.parametrize("stderr, kernel, kind", [
+    # Seen on the trixie lab (nvme-cli 2.13, kernel 6.12.118+deb13), molecule nvmeof_tls verify:
+    ("could not add new controller: pre-shared TLS key is missing", ["nvme nvme0: no valid PSK found"],
+     "tls_key_missing"),
+    ("could not add new controller: failed to write to nvme-fabrics device",
+     ["nvme nvme0: queue 0: TLS handshake complete, error -110"], "tls_handshake"),
+    ("could not add new controller: failed to write to nvme-fabrics device",
+     ["nvme_tcp: queue 0: failed to receive icresp, error -104"], "connection_reset"),
+])
+def test_tls_failures_are_told_apart(stderr, kernel, kind):
+    assert classify_failure(stderr, kernel) == kind

@@ -244,3 +244,24 @@ def test_autoconnect_condition_quirk_detection():
     fixed = "[Unit]\nConditionPathExists=|/etc/nvme/config.json\nConditionPathExists=|/etc/nvme/discovery.conf\n"
     assert unit_needs_condition_fix(bookworm)
     assert not unit_needs_condition_fix(fixed) and not unit_needs_condition_fix(None)
+
+
+def test_config_port_of_a_tls_connection_says_tls_and_holds_no_key():
+    desired = desired_from_params(params(tls=True, keyring=".nvme"))
+    port = config_with_port([], desired, HOSTNQN, None)[0]["subsystems"][0]["ports"][0]
+    assert port == {"transport": "tcp", "traddr": "10.99.0.1", "trsvcid": "4420", "tls": True, "keyring": ".nvme"}
+
+
+def test_concat_needs_tls_and_a_dhchap_secret():
+    with pytest.raises(ValidationError, match="concat=true .* needs tls=true and dhchap_secret"):
+        desired_from_params(params(concat=True, tls=True))
+    assert desired_from_params(params(concat=True, tls=True, dhchap_secret=KEY))["concat"] is True
+
+
+def test_tls_drift_both_ways():
+    # Before this check a plain connection satisfied tls=true (no drift, no change).
+    assert controller_drift(ctrl(tls=False), {}, desired_from_params(params(tls=True))) == {
+        "tls": {"current": False, "desired": True}}
+    assert controller_drift(ctrl(tls=True), {}, desired_from_params(params())) == {
+        "tls": {"current": True, "desired": False}}
+    assert controller_drift(ctrl(tls=True), {}, desired_from_params(params(tls=True))) == {}

@@ -149,3 +149,12 @@ def test_transport_module_and_fabrics_device(tmp_path):
     assert not sysfs.fabrics_device_present(dev_root=str(tmp_path))
     write(tmp_path, "nvme-fabrics", "")
     assert sysfs.fabrics_device_present(dev_root=str(tmp_path))
+
+
+def test_tls_is_read_from_the_tls_key_attribute(tmp_path):
+    # The captured (plain TCP, bookworm) controllers have no tls_key; a TLS controller on the
+    # trixie lab showed "tls_key" with the PSK's key serial (2d57d9e8, molecule nvmeof_tls).
+    sysfs = build_tree(tmp_path)
+    assert [c["tls"] for c in sysfs.controllers()] == [False, False]
+    write(tmp_path, "sys/class/nvme-fabrics/ctl/nvme0/tls_key", "2d57d9e8\n")
+    assert sysfs.read_controller("nvme0")["tls"] is True

@@ -1,0 +1,131 @@
+# -*- coding: utf-8 -*-
+# Copyright: aiinfra.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Loading TLS keys into the kernel keyring, for the nvme_tls_key module and at boot
+(``python3 nvme-tls-keys load STORE``, run by aiinfra-nvme-tls-keys.service before the
+NVMe-oF target and the autoconnect units start).
+
+The kernel keyring lives in memory: after a reboot it is empty until this runs.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.keyring import (
+    PROC_KEYS, insert_argv, insert_command, keyring_serial, loaded_identities, redact,
+)
+from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.psk import PskError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.store import DEFAULT_STORE, parse_store
+
+ENV = {"LC_ALL": "C", "LANG": "C"}
+
+
+class KeyringError(Exception):
+    pass
+
+
+class KeyLoader(object):
+    """Inserts and unlinks TLS PSKs; ``run(argv) -> (rc, stdout, stderr)`` runs commands
+    (AnsibleModule.run_command in the module, subprocess at boot)."""
+
+    def __init__(self, run, nvme="nvme", keyctl="keyctl", proc_keys=PROC_KEYS):
+        self.run = run
+        self.nvme = nvme
+        self.keyctl = keyctl
+        self.proc_keys = proc_keys
+        self._prefix = None
+
+    def read_proc_keys(self):
+        try:
+            with open(self.proc_keys) as handle:
+                return handle.read()
+        except (IOError, OSError):
+            return ""
+
+    def loaded(self):
+        return loaded_identities(self.read_proc_keys())
+
+    def prefix(self):
+        if self._prefix is None:
+            rc, out, err = self.run([self.nvme, "check-tls-key", "--help"])
+            check_help = (out or "") + (err or "")
+            rc2, out2, err2 = self.run([self.nvme, "keys", "insert-tls-psk", "--help"])
+            keys_help = ((out2 or "") + (err2 or "")) if rc2 == 0 else None
+            self._prefix = insert_command(check_help, keys_help)
+            if self._prefix is None:
+                raise KeyringError("this nvme-cli cannot insert TLS PSKs: 'nvme check-tls-key --help' lists no "
+                                   "--insert and 'nvme keys insert-tls-psk' does not exist (nvme-cli 2.3, as "
+                                   "Debian 12 ships it, has neither: NVMe/TCP TLS needs a newer nvme-cli)")
+        return self._prefix
+
+    def insert(self, keyring, key):
+        # The kernel creates the .nvme keyring when nvme-keyring loads (nvme-tcp and
+        # nvmet-tcp pull it in too); load it so keys can go in before either.
+        self.run(["modprobe", "nvme-keyring"])
+        argv = insert_argv(self.nvme, self.prefix(), keyring, key)
+        rc, out, err = self.run(argv)
+        if rc != 0:
+            raise KeyringError("%s failed (rc=%s) for identity %r: %s" % (
+                " ".join(redact(argv)[:3]), rc, key["identity"], (err or out or "").strip().replace(key["psk"], "********")))
+
+    def unlink(self, keyring, ident):
+        text = self.read_proc_keys()
+        serial = loaded_identities(text).get(ident)
+        ring = keyring_serial(text, keyring)
+        if serial is None:
+            return
+        if ring is None:
+            raise KeyringError("keyring %s is not in /proc/keys; cannot unlink %r" % (keyring, ident))
+        rc, out, err = self.run([self.keyctl, "unlink", str(serial), str(ring)])
+        if rc != 0:
+            raise KeyringError("keyctl unlink of %r failed (rc=%s): %s" % (ident, rc, (err or out).strip()))
+
+
+def _subprocess_run(argv):
+    env = dict(os.environ)
+    env.update(ENV)
+    try:
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                              env=env, check=False)
+    except OSError as exc:
+        return 127, "", str(exc)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def load_store(path, loader):
+    """Insert every key of the store; returns (inserted count, error messages)."""
+    try:
+        with open(path) as handle:
+            text = handle.read()
+    except (IOError, OSError):
+        return 0, []
+    keyring, keys = parse_store(text, path)
+    errors = []
+    count = 0
+    for key in keys:
+        try:
+            loader.insert(keyring, key)
+            count += 1
+        except KeyringError as exc:
+            errors.append(str(exc))
+    return count, errors
+
+
+def main(argv=None):
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] != "load" or len(args) > 2:
+        sys.stderr.write("usage: nvme-tls-keys load [STORE]   (default %s)\n" % DEFAULT_STORE)
+        return 2
+    path = args[1] if len(args) > 1 else DEFAULT_STORE
+    try:
+        count, errors = load_store(path, KeyLoader(_subprocess_run))
+    except (PskError, KeyringError) as exc:
+        sys.stderr.write("nvme-tls-keys: %s\n" % exc)
+        return 1
+    for message in errors:
+        sys.stderr.write("nvme-tls-keys: %s\n" % message)
+    sys.stdout.write("loaded %d TLS key(s) from %s\n" % (count, path))
+    return 1 if errors else 0

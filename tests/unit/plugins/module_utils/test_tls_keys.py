@@ -1,0 +1,190 @@
+"""TLS PSK validation, identities, the key store plan, /proc/keys parsing, the insert command
+detection (nvme-cli help captures) and the loader with recorded commands."""
+
+import base64
+import json
+import os
+import struct
+import zlib
+
+import pytest
+
+from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.keyring import (
+    insert_argv, insert_command, keyring_serial, loaded_identities, parse_proc_keys, redact,
+)
+from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.load import KeyLoader, KeyringError, load_store
+from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.psk import PskError, identity, parse_psk
+from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.store import (
+    dump_store, normalize_keys, parse_store, plan_keys, public,
+)
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "nvme_cli")
+HOST = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-000000000001"
+SUB = "nqn.2026-12.io.aiinfra:tls1"
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name)) as handle:
+        return handle.read()
+
+
+def made_key(fill, hmac="01"):
+    """A key built here (not by nvme-cli) in the interchange format: key bytes + CRC-32 LE."""
+    raw = bytes([fill]) * (32 if hmac == "01" else 48)
+    return "NVMeTLSkey-1:%s:%s:" % (hmac, base64.b64encode(raw + struct.pack("<I", zlib.crc32(raw))).decode())
+
+
+def test_parse_psk_accepts_both_hashes():
+    assert parse_psk(made_key(1)) == "01"
+    assert parse_psk(made_key(2, "02")) == "02"
+
+
+@pytest.mark.parametrize("text, words", [
+    ("DHHC-1:01:abc:", "interchange format"),
+    ("NVMeTLSkey-1:00:" + made_key(1).split(":")[2] + ":", "hash 00 is not accepted"),
+    (made_key(1).replace(":01:", ":02:"), "needs a 48-byte key"),
+    ("NVMeTLSkey-1:01:%s:" % base64.b64encode(b"\x01" * 32 + b"\0\0\0\0").decode(), "CRC-32"),
+    ("NVMeTLSkey-1:01:!!!!:", "interchange format"),
+])
+def test_parse_psk_refuses_bad_keys_without_echoing_them(text, words):
+    with pytest.raises(PskError) as info:
+        parse_psk(text, "keys[0].psk")
+    assert words in str(info.value)
+    assert "keys[0].psk" in str(info.value)
+    assert text not in str(info.value)
+
+
+def test_identity_version_0():
+    assert identity("01", HOST, SUB) == "NVMe0R01 %s %s" % (HOST, SUB)
+
+
+def test_normalize_keys_refuses_duplicates_and_bad_nqns():
+    key = {"hostnqn": HOST, "subsysnqn": SUB, "psk": made_key(1)}
+    with pytest.raises(PskError, match=r"keys\[1\]: a second key"):
+        normalize_keys([key, dict(key, psk=made_key(2))])
+    with pytest.raises(PskError, match=r"keys\[0\].subsysnqn: 'tls1' is not an NVMe qualified name"):
+        normalize_keys([dict(key, subsysnqn="tls1")])
+
+
+def test_store_round_trip_and_public_view_has_no_psk():
+    keys = normalize_keys([{"hostnqn": HOST, "subsysnqn": SUB, "psk": made_key(1)}])
+    text = dump_store(".nvme", keys)
+    assert json.loads(text)["keys"][0]["psk"] == made_key(1)
+    keyring, again = parse_store(text, "/x")
+    assert keyring == ".nvme" and again == keys
+    view = public(keys, {keys[0]["identity"]: 5})
+    assert view == [{"hostnqn": HOST, "subsysnqn": SUB, "identity": keys[0]["identity"], "loaded": True}]
+    assert made_key(1) not in json.dumps(view)
+    assert parse_store(None) == (None, [])
+    with pytest.raises(PskError, match="not written by aiinfra.fabric"):
+        parse_store('{"a": 1}', "/x")
+
+
+def test_plan_insert_missing_rotate_and_unlink():
+    k1 = normalize_keys([{"hostnqn": HOST, "subsysnqn": SUB, "psk": made_key(1)}])
+    k1b = normalize_keys([{"hostnqn": HOST, "subsysnqn": SUB, "psk": made_key(7)}])
+    other = normalize_keys([{"hostnqn": HOST, "subsysnqn": SUB + "x", "psk": made_key(3)}])
+    ident = k1[0]["identity"]
+    # Nothing yet: write the store and insert.
+    assert plan_keys([], k1, {}, "present") == {"insert": [ident], "unlink": [], "store": "write"}
+    # Stored and loaded: nothing to do (idempotent).
+    assert plan_keys(k1, k1, {ident: 1}, "present") == {"insert": [], "unlink": [], "store": None}
+    # After a reboot the keyring is empty: insert again, the store stays.
+    assert plan_keys(k1, k1, {}, "present") == {"insert": [ident], "unlink": [], "store": None}
+    # A rotation: same identity, new PSK.
+    assert plan_keys(k1, k1b, {ident: 1}, "present") == {"insert": [ident], "unlink": [], "store": "write"}
+    # A pair no longer wanted is unlinked.
+    plan = plan_keys(k1 + other, k1, {ident: 1, other[0]["identity"]: 2}, "present")
+    assert plan == {"insert": [], "unlink": [other[0]["identity"]], "store": "write"}
+    assert plan_keys(k1, [], {ident: 1}, "absent") == {"insert": [], "unlink": [ident], "store": "remove"}
+    assert plan_keys([], [], {}, "absent") == {"insert": [], "unlink": [], "store": None}
+
+
+PROC_KEYS = (
+    "0b1c2d3e I--Q---     1 perm 3f010000     0     0 keyring   .nvme: 1\n"
+    "1a2b3c4d I--Q---     1 perm 3f010000     0     0 psk       NVMe0R01 %s %s: 32\n"
+    "2a2b3c4d I--Q---     2 perm 3f030000     0     0 user      other: 4\n" % (HOST, SUB)
+)
+
+
+def test_proc_keys():
+    keys = parse_proc_keys(PROC_KEYS)
+    assert keys[("user", "other")] == 0x2a2b3c4d
+    assert loaded_identities(PROC_KEYS) == {"NVMe0R01 %s %s" % (HOST, SUB): 0x1a2b3c4d}
+    assert keyring_serial(PROC_KEYS, ".nvme") == 0x0b1c2d3e
+
+
+def test_insert_command_follows_the_help():
+    # nvme-cli 2.3 (captured): check-tls-key has no --insert and there is no 'keys' plugin.
+    assert insert_command(fixture("check-tls-key-help-nvme-cli-2.3.txt"), None) is None
+    assert insert_command("  [  --insert, -i ] --- insert\n", None) == ["check-tls-key", "--insert"]
+    keys_help = "  [  --hostnqn=<STR>, -n <STR> ] --- x\n  [  --subsysnqn=<STR>, -c <STR> ] --- y\n"
+    assert insert_command("  [  --keydata=<STR> ] --- z\n", keys_help) == ["keys", "insert-tls-psk"]
+
+
+def test_insert_argv_is_redacted_for_messages():
+    key = normalize_keys([{"hostnqn": HOST, "subsysnqn": SUB, "psk": made_key(1)}])[0]
+    argv = insert_argv("nvme", ["check-tls-key", "--insert"], ".nvme", key)
+    assert argv[-1] == "--keydata=" + made_key(1)
+    assert made_key(1) not in " ".join(redact(argv))
+
+
+class Recorder(object):
+    def __init__(self, results):
+        self.calls = []
+        self.results = results
+
+    def __call__(self, argv):
+        self.calls.append(argv)
+        for prefix, result in self.results:
+            if argv[:len(prefix)] == prefix:
+                return result
+        return 0, "", ""
+
+
+def test_loader_refuses_an_nvme_cli_that_cannot_insert(tmp_path):
+    store = tmp_path / "keys.json"
+    store.write_text(dump_store(".nvme", normalize_keys([{"hostnqn": HOST, "subsysnqn": SUB, "psk": made_key(1)}])))
+    run = Recorder([(["nvme", "check-tls-key"], (0, fixture("check-tls-key-help-nvme-cli-2.3.txt"), "")),
+                    (["nvme", "keys"], (1, "", "Invalid command"))])
+    count, errors = load_store(str(store), KeyLoader(run, proc_keys=str(tmp_path / "none")))
+    assert count == 0 and len(errors) == 1 and "cannot insert TLS PSKs" in errors[0]
+
+
+def test_loader_inserts_and_masks_the_key_in_errors(tmp_path):
+    store = tmp_path / "keys.json"
+    store.write_text(dump_store(".nvme", normalize_keys([{"hostnqn": HOST, "subsysnqn": SUB, "psk": made_key(1)}])))
+    run = Recorder([(["nvme", "check-tls-key", "--help"], (0, "  [  --insert, -i ] --- x\n", "")),
+                    (["nvme", "check-tls-key", "--insert"], (1, "", "bad key %s" % made_key(1)))])
+    count, errors = load_store(str(store), KeyLoader(run, proc_keys=str(tmp_path / "none")))
+    assert count == 0 and "bad key ********" in errors[0] and made_key(1) not in errors[0]
+    assert ["modprobe", "nvme-keyring"] in run.calls
+    assert load_store(str(tmp_path / "missing.json"), KeyLoader(run)) == (0, [])
+
+
+def test_unlink_uses_proc_keys_serials(tmp_path):
+    proc = tmp_path / "keys"
+    proc.write_text(PROC_KEYS)
+    run = Recorder([])
+    KeyLoader(run, proc_keys=str(proc)).unlink(".nvme", "NVMe0R01 %s %s" % (HOST, SUB))
+    assert run.calls == [["keyctl", "unlink", str(0x1a2b3c4d), str(0x0b1c2d3e)]]
+    with pytest.raises(KeyringError):
+        KeyLoader(run, proc_keys=str(proc)).unlink(".other", "NVMe0R01 %s %s" % (HOST, SUB))
+
+
+def test_keys_made_by_nvme_cli_213_pass_and_its_identities_match():
+    # gen-tls-key-nvme-cli-2.13.txt: two keys from 'nvme gen-tls-key --hmac=1/2' on the trixie
+    # lab, each followed by the identity 'nvme check-tls-key' printed for them, then a key
+    # nvme-cli itself refused for its CRC.
+    lines = fixture("gen-tls-key-nvme-cli-2.13.txt").splitlines()
+    sub = "nqn.2026-12.io.aiinfra:fixture"
+    for key_line, ident_line in ((lines[0], lines[1]), (lines[3], lines[4])):
+        hmac = parse_psk(key_line.strip())
+        assert identity(hmac, HOST, sub) == ident_line.strip()
+    assert "CRC mismatch" in lines[6]
+    with pytest.raises(PskError, match="CRC-32"):
+        parse_psk("NVMeTLSkey-1:01:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA:")
+
+
+def test_insert_command_of_nvme_cli_213():
+    assert insert_command(fixture("check-tls-key-help-nvme-cli-2.13.txt"), None) == ["check-tls-key", "--insert"]
