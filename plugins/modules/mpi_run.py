@@ -618,10 +618,11 @@ def run_batch(module, p, batch_plan, result):
         for path in run["output_files"]:
             if path not in run.get("missing_output", []) and os.path.exists(path):
                 os.unlink(path)
-    if run.get("missing_output") and not run["timed_out"] and not run["cancelled"]:
+    # The error file may be absent when nothing was written to it; the output file may not.
+    if run["output_files"][0] in run.get("missing_output", []) and not run["timed_out"] and not run["cancelled"]:
         module.fail_json(msg="batch job %s ended (%s) but its output %s is not on %s: it ran on batch host %s; "
                          "set sbatch_output_dir to a shared file system, or launch from that host"
-                         % (run["job_id"], run["job_state"], ", ".join(run["missing_output"]),
+                         % (run["job_id"], run["job_state"], run["output_files"][0],
                             result["launched_from"], run["batch_host"]), **result)
 
 
