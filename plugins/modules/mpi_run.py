@@ -116,6 +116,9 @@ options:
       - Environment variables for the ranks. A value exports it with that value; C(null)
         passes the launching host's own value. Open MPI C(-x NAME[=VALUE]), Hydra
         C(-genv NAME VALUE)/C(-genvlist), srun C(--export=ALL,NAME=VALUE).
+      - srun cannot carry a comma inside an C(--export) value, so with O(launcher=srun) or
+        O(launcher=sbatch) such a variable (C(OMPI_MCA_btl=tcp,self)) is set in srun's (sbatch's)
+        own environment and named in C(--export), which passes it on to the tasks.
     type: dict
     default: {}
   allow_run_as_root:
@@ -568,7 +571,7 @@ def main():
         module.exit_json(msg="check mode: the job was not run", **result)
 
     if plan["batch"]:
-        run_batch(module, p, plan["batch"], result)
+        run_batch(module, p, plan["batch"], plan["launch_env"], result)
         where = "as Slurm batch job %s%s" % (result["batch"]["job_id"], (" on %s" % ", ".join(
             h["name"] for h in plan["hosts"])) if plan["hosts"] else "")
         finish(module, p, plan, expect, result, implementation, where)
@@ -580,7 +583,7 @@ def main():
         argv = mpi_job.with_hostfile(plan["argv"], hostfile)
         result["cmd"] = argv
         result["command"] = " ".join(shlex.quote(a) for a in argv)
-        run = R.run_job(argv, timeout=p["timeout"] or None, cwd=p["chdir"])
+        run = R.run_job(argv, timeout=p["timeout"] or None, cwd=p["chdir"], env=plan["launch_env"])
     finally:
         if hostfile and os.path.exists(hostfile):
             os.unlink(hostfile)
@@ -594,12 +597,13 @@ def main():
     finish(module, p, plan, expect, result, implementation, where)
 
 
-def run_batch(module, p, batch_plan, result):
+def run_batch(module, p, batch_plan, launch_env, result):
     """Submit the batch job, wait for it (cancel past the deadline), fill ``result``."""
     tools = os.path.dirname(p["sbatch"])
 
     def run_command(argv, data=None):
-        return module.run_command(argv, data=data, binary_data=data is not None, environ_update={"LC_ALL": "C"})
+        return module.run_command(argv, data=data, binary_data=data is not None,
+                                  environ_update=dict(launch_env, LC_ALL="C"))
 
     try:
         run = mpi_sbatch.run_batch(run_command, batch_plan, timeout=p["timeout"] or None,

@@ -9,7 +9,8 @@ then turn the job's output into results (per-rank lines, parsed data, checks).
     Validates everything that can be checked before launching and returns
     ``{'argv', 'np', 'hosts', 'total_slots', 'hostfile_content', 'program', 'batch'}``
     (``batch``: :func:`sbatch.plan_batch`'s plan with launcher sbatch, whose step is
-    ``argv``; None otherwise); the
+    ``argv``; None otherwise; ``launch_env``: variables to set in the launcher's own
+    environment, those srun --export cannot carry); the
     hostfile path in ``argv`` is the placeholder :data:`HOSTFILE_PLACEHOLDER`, which
     the caller replaces with the real path (:func:`with_hostfile`).
     Raises :class:`MpiJobError` with a message naming the parameter and the value.
@@ -106,6 +107,7 @@ def plan_job(params, implementation, local_slots, resolves, program_path):
     args = [str(a) for a in (params.get("args") or [])]
     hostfile_content = None
     batch = None
+    launch_env = {}
     try:
         if launcher == "mpirun":
             if implementation not in (L.OPENMPI,) + L.HYDRA:
@@ -128,10 +130,20 @@ def plan_job(params, implementation, local_slots, resolves, program_path):
             if map_by and str(map_by) not in SRUN_DISTRIBUTION:
                 raise MpiJobError("map_by %r has no srun counterpart here (known: %s); pass --distribution in "
                                   "extra_args instead" % (map_by, ", ".join(sorted(SRUN_DISTRIBUTION))))
+            # srun --export cannot carry a comma inside a value (OMPI_MCA_btl=tcp,self): such
+            # variables are set in srun's own environment instead, which --export=ALL passes on
+            # to the tasks (and sbatch to the batch script, whose srun passes them on again).
+            export, launch_env = {}, {}
+            for name, value in L._check_env(params.get("env")).items():
+                if value is not None and "," in L._str_value(value):
+                    launch_env[name] = L._str_value(value)
+                else:
+                    export[name] = value
             argv = L.build_srun_argv(
                 params.get("srun") or "srun", program_path, args=args, nodes=len(hosts) if hosts else None,
                 ntasks=np, ntasks_per_node=params.get("ntasks_per_node"),
-                cpus_per_task=params.get("cpus_per_task"), mpi=params.get("srun_mpi"), export=params.get("env"),
+                cpus_per_task=params.get("cpus_per_task"), mpi=params.get("srun_mpi"),
+                export=dict(export, **{name: None for name in launch_env}),
                 nodelist=[h["name"] for h in hosts] or None, chdir=params.get("chdir"),
                 label=bool(params.get("tag_output")), extra_args=params.get("extra_args"),
                 overcommit=oversubscribe, distribution=SRUN_DISTRIBUTION.get(str(map_by)) if map_by else None)
@@ -149,6 +161,7 @@ def plan_job(params, implementation, local_slots, resolves, program_path):
         raise MpiJobError(str(exc))
     return {
         "batch": batch,
+        "launch_env": launch_env,
         "argv": argv,
         "np": np,
         "hosts": hosts,

@@ -217,14 +217,15 @@ def test_plan_job_with_sbatch_wraps_the_srun_step():
     params = {"program": "hello_mpi", "launcher": "sbatch", "hosts": [{"name": "te1", "slots": 2}, "te2"],
               "env": {"OMPI_MCA_btl": "tcp,self"}, "srun_mpi": "pmix", "tag_output": True, "timeout": 300,
               "oversubscribe": True, "map_by": "node", "sbatch_output_dir": "/shared"}
-    with pytest.raises(J.MpiJobError, match=r"export OMPI_MCA_btl='tcp,self': srun --export cannot carry a comma"):
-        J.plan_job(params, None, 1, lambda n: True, "/opt/hello_mpi")
-    params["env"] = {"OMPI_MCA_btl_tcp_if_include": "10.99.0.0/24"}
+    params["env"]["OMPI_MCA_btl_tcp_if_include"] = "10.99.0.0/24"
     plan = J.plan_job(params, None, 1, lambda n: True, "/opt/hello_mpi")
     assert plan["np"] == 3
+    # The comma value cannot go into --export: it is set in srun's environment and named.
+    assert plan["launch_env"] == {"OMPI_MCA_btl": "tcp,self"}
     assert plan["argv"] == ["srun", "--nodes=2", "--ntasks=3", "--nodelist=te1,te2", "--overcommit",
                             "--distribution=cyclic", "--mpi=pmix",
-                            "--export=ALL,OMPI_MCA_btl_tcp_if_include=10.99.0.0/24", "--label", "/opt/hello_mpi"]
+                            "--export=ALL,OMPI_MCA_btl,OMPI_MCA_btl_tcp_if_include=10.99.0.0/24", "--label",
+                            "/opt/hello_mpi"]
     batch = plan["batch"]
     assert batch["argv"][:5] == ["sbatch", "--parsable", "--job-name=aiinfra-mpi",
                                  "--output=/shared/aiinfra-mpi-%j.out", "--error=/shared/aiinfra-mpi-%j.err"]

@@ -30,7 +30,7 @@ if tool == "sbatch":
     script = sys.stdin.read()
     output = [a.split("=", 1)[1] for a in argv if a.startswith("--output=")][0].replace("%%j", "7")
     with open(path("sbatch.json"), "w") as f:
-        json.dump({"argv": argv, "script": script}, f)
+        json.dump({"argv": argv, "script": script, "btl": os.environ.get("OMPI_MCA_btl")}, f)
     if os.path.isdir(os.path.dirname(output)):
         with open(output, "w") as f:
             f.write(os.environ.get("FAKE_SLURM_OUTPUT", ""))
@@ -114,7 +114,7 @@ def test_check_mode_shows_the_sbatch_command_and_submits_nothing(slurm):
 
 
 def test_a_batch_job_lands_in_the_same_result_keys_as_the_direct_path(slurm):
-    result = run_module(slurm, parse="seed", expect={"sums_match": True},
+    result = run_module(slurm, parse="seed", expect={"sums_match": True}, env={"OMPI_MCA_btl": "tcp,self"},
                         fake={"FAKE_SLURM_OUTPUT": SEED_OUTPUT, "FAKE_SLURM_RUNTIME": "1.5"})
     assert not result.get("failed"), result.get("msg")
     assert result["rc"] == 0 and result["timed_out"] is False and result["cancelled"] is None
@@ -127,7 +127,9 @@ def test_a_batch_job_lands_in_the_same_result_keys_as_the_direct_path(slurm):
     # The batch script's one step is the srun command; the output files are removed after reading.
     script = submitted(slurm)["script"]
     assert script.splitlines()[-1] == "exec %s/srun --nodes=2 --ntasks=2 --nodelist=localhost,127.0.0.1 " \
-                                      "--label %s" % (slurm["bin"], slurm["program"])
+                                      "--export=ALL,OMPI_MCA_btl --label %s" % (slurm["bin"], slurm["program"])
+    # A value with a comma travels in sbatch's environment (srun --export cannot carry it).
+    assert submitted(slurm)["btl"] == "tcp,self"
     assert os.listdir(str(slurm["out"])) == []
 
 
