@@ -100,7 +100,7 @@ class FakeSlurm(object):
             self.cancelled = True
             return 0, "", ""
         assert argv[1:] == ["-o", "show", "job", "7"], argv
-        polls = sum(1 for a, _ in self.calls if a[0].endswith("scontrol"))
+        polls = sum(1 for call in self.calls if call[0][0].endswith("scontrol"))
         if self.forget_after is not None and polls > self.forget_after:
             return 1, "", "slurm_load_jobs error: Invalid job id specified\n"
         if self.cancelled:

@@ -7,9 +7,12 @@ molecule/slurm runs real srun on the lab."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 
-from test_nccl_tests_role import lab, play, role_vars  # noqa: F401  (lab is a fixture)
+import pytest
+
+from test_nccl_tests_role import PLAYBOOK, STAND_IN, play, role_vars
 
 FAKE_SRUN = """#!/bin/sh
 # A FAKE srun: keeps its argv, exports --export's NAME=VALUE items as srun does for its
@@ -28,7 +31,16 @@ done
 """
 
 
-def test_multi_node_run_through_srun(lab):  # noqa: F811
+@pytest.fixture
+def lab(tmp_path):
+    bindir = tmp_path / "build"
+    bindir.mkdir()
+    os.symlink(STAND_IN, str(bindir / "alltoall_perf"))
+    (tmp_path / "play.yml").write_text(PLAYBOOK)
+    return tmp_path
+
+
+def test_multi_node_run_through_srun(lab):
     fake = lab / "fake_srun"
     fake.write_text(FAKE_SRUN % {"dir": lab})
     fake.chmod(0o755)
