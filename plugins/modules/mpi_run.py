@@ -16,7 +16,8 @@ description:
     (O(parse)) and the outcome of O(expect) checks.
   - Detects the MPI implementation from C(mpirun --version) and speaks its flags
     (Open MPI fully; MPICH and Intel MPI, whose mpirun is Hydra, where they differ).
-    O(launcher=srun) runs the job under Slurm instead.
+    O(launcher=srun) runs the job under Slurm instead; O(launcher=sbatch) hands it to Slurm as a
+    batch job and waits for it (see O(launcher)).
   - Validates everything it can before launching; bad input (np larger than the slots
     without O(oversubscribe), a missing program, a host that does not resolve, an empty
     O(hosts), a malformed O(expect)) fails without running anything.
@@ -73,9 +74,19 @@ options:
     type: list
     elements: dict
   launcher:
-    description: C(mpirun) (Open MPI, MPICH, Intel MPI) or C(srun) (Slurm).
+    description:
+      - C(mpirun) (Open MPI, MPICH, Intel MPI), C(srun) (a Slurm job step, run from the task), or
+        C(sbatch) (a Slurm batch job for long runs).
+      - With C(sbatch) the module submits a batch script whose one step is the srun command
+        C(launcher=srun) would run, then polls C(scontrol show job) every O(sbatch_poll_interval)
+        seconds until the job is over or O(timeout) has passed; then it cancels the job with
+        C(scancel) and waits until Slurm reports it ended. The job gets C(--time) of O(timeout)
+        rounded up to minutes plus one, so Slurm ends it even if the module is killed. The job's
+        output files are read into RV(stdout)/RV(stderr) and parsed as with the other launchers.
+      - For runs of hours, give the task C(async) (longer than O(timeout)) and C(poll), so no SSH
+        session stays open while the job runs; each poll is a short connection.
     type: str
-    choices: [mpirun, srun]
+    choices: [mpirun, srun, sbatch]
     default: mpirun
   mpirun:
     description: The mpirun command or path (another MPI prefix, e.g. C(/opt/openmpi-5/bin/mpirun)).
@@ -105,6 +116,9 @@ options:
       - Environment variables for the ranks. A value exports it with that value; C(null)
         passes the launching host's own value. Open MPI C(-x NAME[=VALUE]), Hydra
         C(-genv NAME VALUE)/C(-genvlist), srun C(--export=ALL,NAME=VALUE).
+      - srun cannot carry a comma inside an C(--export) value, so with O(launcher=srun) or
+        O(launcher=sbatch) such a variable (C(OMPI_MCA_btl=tcp,self)) is set in srun's (sbatch's)
+        own environment and named in C(--export), which passes it on to the tasks.
     type: dict
     default: {}
   allow_run_as_root:
@@ -156,6 +170,36 @@ options:
   srun_mpi:
     description: srun C(--mpi) plugin, e.g. C(pmix), C(pmi2).
     type: str
+  sbatch:
+    description: The sbatch command or path, for O(launcher=sbatch); C(scontrol) and C(scancel) are taken from its directory.
+    type: str
+    default: sbatch
+  sbatch_output_dir:
+    description:
+      - Directory for the batch job's output files (C(<job name>-<job id>.out) and C(.err)), written by
+        the job's batch host (the first node of its allocation) and read by the launching host, so it
+        must be the same host or a shared file system. Default O(chdir), else C(/tmp).
+    type: path
+  sbatch_job_name:
+    description: The batch job's name (C(--job-name)).
+    type: str
+    default: aiinfra-mpi
+  sbatch_partition:
+    description: The partition to submit to (C(--partition)); default the cluster's default partition.
+    type: str
+  sbatch_args:
+    description: Further sbatch arguments, verbatim (e.g. C(--account=x), C(--exclude=node7)).
+    type: list
+    elements: str
+    default: []
+  sbatch_poll_interval:
+    description: Seconds between two C(scontrol show job) polls of a batch job.
+    type: int
+    default: 10
+  sbatch_keep_output:
+    description: Keep the batch job's output files after reading them (they are removed by default).
+    type: bool
+    default: false
   parse:
     description:
       - Turn the output into data in RV(parsed). C(osu) reads OSU Micro-Benchmarks tables (and
@@ -253,6 +297,19 @@ EXAMPLES = r"""
     ntasks_per_node: 32
     parse: osu
 
+- name: Hand a long run to Slurm, wait up to two hours without holding an SSH session open
+  aiinfra.fabric.mpi_run:
+    launcher: sbatch
+    srun_mpi: pmix
+    program: /shared/osu/osu_alltoall
+    hosts: [{name: node1, slots: 32}, {name: node2, slots: 32}]
+    sbatch_output_dir: /shared/jobs
+    sbatch_args: [--exclusive]
+    timeout: 7200
+    parse: osu
+  async: 7500
+  poll: 60
+
 - name: Show the command a run would use, without running it
   aiinfra.fabric.mpi_run:
     program: /opt/mpi-bench/hello_mpi
@@ -331,6 +388,17 @@ hostfile_content:
   returned: always
   type: str
   sample: "te1 slots=2\nte2 slots=1\n"
+batch:
+  description:
+    - With O(launcher=sbatch), the batch job - C(job_id), C(job_state) (C(COMPLETED), C(FAILED),
+      C(CANCELLED), C(TIMEOUT) ...), C(batch_host), C(reason), C(script) (the submitted batch script),
+      C(output_files), C(time_limit_minutes) and C(polls) (how many status calls the wait took).
+      RV(cmd) is then the sbatch command line. Null with the other launchers.
+  returned: always
+  type: dict
+  sample: {job_id: "12", job_state: COMPLETED, batch_host: te1, reason: None, polls: 3,
+           script: "#!/bin/sh\nexec /usr/bin/srun --nodes=2 --ntasks=2 --label /opt/a\n",
+           output_files: [/tmp/aiinfra-mpi-12.out, /tmp/aiinfra-mpi-12.err], time_limit_minutes: 3}
 launched_from:
   description: The launching host's name.
   returned: always
@@ -376,6 +444,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import runner as R
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import expect as mpi_expect
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import job as mpi_job
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import sbatch as mpi_sbatch
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.parsers import parse_output
 
 
@@ -403,7 +472,7 @@ def argument_spec():
         args=dict(type="list", elements="str", default=[]),
         np=dict(type="int"),
         hosts=dict(type="list", elements="dict"),
-        launcher=dict(type="str", choices=["mpirun", "srun"], default="mpirun"),
+        launcher=dict(type="str", choices=["mpirun", "srun", "sbatch"], default="mpirun"),
         mpirun=dict(type="str", default="mpirun"),
         srun=dict(type="str", default="srun"),
         implementation=dict(type="str", choices=["auto", "openmpi", "mpich", "intelmpi"], default="auto"),
@@ -420,6 +489,13 @@ def argument_spec():
         ntasks_per_node=dict(type="int"),
         cpus_per_task=dict(type="int"),
         srun_mpi=dict(type="str"),
+        sbatch=dict(type="str", default="sbatch"),
+        sbatch_output_dir=dict(type="path"),
+        sbatch_job_name=dict(type="str", default="aiinfra-mpi"),
+        sbatch_partition=dict(type="str"),
+        sbatch_args=dict(type="list", elements="str", default=[]),
+        sbatch_poll_interval=dict(type="int", default=10),
+        sbatch_keep_output=dict(type="bool", default=False),
         parse=dict(type="str", choices=["none", "osu", "imb", "seed"], default="none"),
         expect=dict(type="dict", default={}),
         fail_on_rc=dict(type="bool", default=True),
@@ -435,7 +511,7 @@ def main():
     here = socket.gethostname()
     result = dict(changed=False, ran=False, cmd=[], command="", implementation=None, np=None, hosts=[],
                   hostfile_content=None, launched_from=here, rank_output={}, parsed=None, checks=[],
-                  failed_checks=[], cancelled=None, transport=None)
+                  failed_checks=[], cancelled=None, transport=None, batch=None)
 
     if p["chdir"] and not os.path.isdir(p["chdir"]):
         module.fail_json(msg="chdir %s is not a directory on %s" % (p["chdir"], here), **result)
@@ -458,11 +534,15 @@ def main():
             result["implementation"] = {"implementation": p["implementation"], "version": "", "banner": ""}
         implementation = result["implementation"]["implementation"]
     else:
-        srun = module.get_bin_path(p["srun"], required=False) if "/" not in p["srun"] else p["srun"]
-        if not srun or not os.access(srun, os.X_OK):
-            module.fail_json(msg="srun %r was not found on %s: launcher=srun needs Slurm's client" % (p["srun"], here),
+        for tool in ("srun", "sbatch") if p["launcher"] == "sbatch" else ("srun",):
+            path = module.get_bin_path(p[tool], required=False) if "/" not in p[tool] else p[tool]
+            if not path or not os.access(path, os.X_OK):
+                module.fail_json(msg="%s %r was not found on %s: launcher=%s needs Slurm's client commands "
+                                 "(slurm-client)" % (tool, p[tool], here, p["launcher"]), **result)
+            p[tool] = path
+        if p["launcher"] == "sbatch" and p["sbatch_poll_interval"] < 1:
+            module.fail_json(msg="sbatch_poll_interval must be >= 1 second, got %d" % p["sbatch_poll_interval"],
                              **result)
-        p["srun"] = srun
 
     try:
         plan = mpi_job.plan_job(p, implementation, os.cpu_count() or 1, _resolves,
@@ -475,6 +555,11 @@ def main():
     result["transport"] = mpi_job.describe_transport(p["launcher"], implementation, p["mca"], p["env"])
     shown_hostfile = "<hostfile>" if plan["hostfile_content"] else None
     result["cmd"] = mpi_job.with_hostfile(plan["argv"], shown_hostfile)
+    if plan["batch"]:
+        result["cmd"] = plan["batch"]["argv"]
+        result["batch"] = {"job_id": None, "job_state": None, "batch_host": None, "reason": None, "polls": 0,
+                           "script": plan["batch"]["script"], "output_files": [],
+                           "time_limit_minutes": plan["batch"]["time_limit_minutes"]}
     result["command"] = " ".join(shlex.quote(a) for a in result["cmd"])
 
     if p["creates"] and os.path.exists(p["creates"]):
@@ -485,6 +570,12 @@ def main():
         result["changed"] = True
         module.exit_json(msg="check mode: the job was not run", **result)
 
+    if plan["batch"]:
+        run_batch(module, p, plan["batch"], plan["launch_env"], result)
+        where = "as Slurm batch job %s%s" % (result["batch"]["job_id"], (" on %s" % ", ".join(
+            h["name"] for h in plan["hosts"])) if plan["hosts"] else "")
+        finish(module, p, plan, expect, result, implementation, where)
+
     hostfile = None
     try:
         if plan["hostfile_content"]:
@@ -492,7 +583,7 @@ def main():
         argv = mpi_job.with_hostfile(plan["argv"], hostfile)
         result["cmd"] = argv
         result["command"] = " ".join(shlex.quote(a) for a in argv)
-        run = R.run_job(argv, timeout=p["timeout"] or None, cwd=p["chdir"])
+        run = R.run_job(argv, timeout=p["timeout"] or None, cwd=p["chdir"], env=plan["launch_env"])
     finally:
         if hostfile and os.path.exists(hostfile):
             os.unlink(hostfile)
@@ -503,12 +594,57 @@ def main():
     where = "on %s" % (", ".join(h["name"] for h in plan["hosts"]) if plan["hosts"] else here)
     if plan["hosts"]:
         where += " (launched from %s)" % here
+    finish(module, p, plan, expect, result, implementation, where)
+
+
+def run_batch(module, p, batch_plan, launch_env, result):
+    """Submit the batch job, wait for it (cancel past the deadline), fill ``result``."""
+    tools = os.path.dirname(p["sbatch"])
+
+    def run_command(argv, data=None):
+        return module.run_command(argv, data=data, binary_data=data is not None,
+                                  environ_update=dict(launch_env, LC_ALL="C"))
+
+    try:
+        run = mpi_sbatch.run_batch(run_command, batch_plan, timeout=p["timeout"] or None,
+                                   poll_interval=p["sbatch_poll_interval"],
+                                   scontrol=os.path.join(tools, "scontrol") if tools else "scontrol",
+                                   scancel=os.path.join(tools, "scancel") if tools else "scancel")
+    except mpi_sbatch.BatchError as exc:
+        module.fail_json(msg="%s; nothing was submitted" % exc, **result)
+    for key in ("job_id", "job_state", "batch_host", "reason", "polls", "output_files"):
+        result["batch"][key] = run[key]
+    if run.get("status_error"):
+        result["batch"]["status_error"] = run["status_error"]
+    result.update(rc=run["rc"], stdout=run["stdout"], stderr=run["stderr"], duration=run["duration"],
+                  timed_out=run["timed_out"], cancelled=run["cancelled"], ran=True, changed=True)
+    if not p["sbatch_keep_output"]:
+        for path in run["output_files"]:
+            if path not in run.get("missing_output", []) and os.path.exists(path):
+                os.unlink(path)
+    # The error file may be absent when nothing was written to it; the output file may not.
+    if run["output_files"][0] in run.get("missing_output", []) and not run["timed_out"] and not run["cancelled"]:
+        module.fail_json(msg="batch job %s ended (%s) but its output %s is not on %s: it ran on batch host %s; "
+                         "set sbatch_output_dir to a shared file system, or launch from that host"
+                         % (run["job_id"], run["job_state"], run["output_files"][0],
+                            result["launched_from"], run["batch_host"]), **result)
+
+
+def finish(module, p, plan, expect, result, implementation, where):
+    """Fail on a stopped or failed job, else parse the output, check expectations, exit."""
+    run = result
+    batch = result.get("batch")
     if run["cancelled"]:
         module.fail_json(msg="the MPI job %s was cancelled (%s) and stopped on every host: %s"
                          % (where, run["cancelled"], result["command"]), **result)
     if run["timed_out"]:
-        module.fail_json(msg="the MPI job %s ran past the timeout of %d s and was stopped on every host: %s"
-                         % (where, p["timeout"], result["command"]), **result)
+        module.fail_json(msg="the MPI job %s ran past the timeout of %d s and was stopped %s: %s"
+                         % (where, p["timeout"], "with scancel (job state now %s)" % batch["job_state"]
+                            if batch else "on every host", result["command"]), **result)
+    if batch and batch["job_state"] != "COMPLETED" and p["fail_on_rc"]:
+        module.fail_json(msg="the MPI job %s ended in state %s (exit %s, reason %s): %s; stderr: %s"
+                         % (where, batch["job_state"], run["rc"], batch["reason"], result["command"],
+                            run["stderr"].strip()[-2000:]), **result)
     if run["rc"] != 0 and p["fail_on_rc"]:
         module.fail_json(msg="the MPI job %s failed with rc=%s: %s; stderr: %s"
                          % (where, run["rc"], result["command"], run["stderr"].strip()[-2000:]), **result)

@@ -7,7 +7,10 @@ then turn the job's output into results (per-rank lines, parsed data, checks).
 
 ``plan_job(params, implementation, local_slots, resolves, program_path) -> dict``
     Validates everything that can be checked before launching and returns
-    ``{'argv', 'np', 'hosts', 'total_slots', 'hostfile_content', 'program'}``; the
+    ``{'argv', 'np', 'hosts', 'total_slots', 'hostfile_content', 'program', 'batch'}``
+    (``batch``: :func:`sbatch.plan_batch`'s plan with launcher sbatch, whose step is
+    ``argv``; None otherwise; ``launch_env``: variables to set in the launcher's own
+    environment, those srun --export cannot carry); the
     hostfile path in ``argv`` is the placeholder :data:`HOSTFILE_PLACEHOLDER`, which
     the caller replaces with the real path (:func:`with_hostfile`).
     Raises :class:`MpiJobError` with a message naming the parameter and the value.
@@ -19,10 +22,13 @@ from __future__ import annotations
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher as L
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import expect as mpi_expect
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import sbatch
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.parsers import PARSE_KINDS
 
 HOSTFILE_PLACEHOLDER = "@HOSTFILE@"
-LAUNCHERS = ("mpirun", "srun")
+LAUNCHERS = ("mpirun", "srun", "sbatch")
+# mpirun --map-by values that srun says with --distribution.
+SRUN_DISTRIBUTION = {"node": "cyclic", "slot": "block", "core": "block"}
 
 
 class MpiJobError(ValueError):
@@ -75,7 +81,7 @@ def plan_job(params, implementation, local_slots, resolves, program_path):
     np = params.get("np")
     if np is not None and (isinstance(np, bool) or not isinstance(np, int) or np < 1):
         raise MpiJobError("np must be an integer >= 1, got %r" % (np,))
-    if launcher == "srun" and not hosts:
+    if launcher != "mpirun" and not hosts:
         # Slurm places the tasks: the launching host (often a login node) is not where
         # they run, so its CPU count neither limits np nor is np's default. Without np,
         # srun takes the task count from the allocation.
@@ -100,6 +106,8 @@ def plan_job(params, implementation, local_slots, resolves, program_path):
 
     args = [str(a) for a in (params.get("args") or [])]
     hostfile_content = None
+    batch = None
+    launch_env = {}
     try:
         if launcher == "mpirun":
             if implementation not in (L.OPENMPI,) + L.HYDRA:
@@ -116,17 +124,44 @@ def plan_job(params, implementation, local_slots, resolves, program_path):
                 extra_args=params.get("extra_args"))
         else:
             if params.get("mca"):
-                raise MpiJobError("mca parameters cannot be passed by srun; set OMPI_MCA_<name> variables in env "
-                                  "instead")
+                raise MpiJobError("mca parameters cannot be passed by %s; set OMPI_MCA_<name> variables in env "
+                                  "instead" % launcher)
+            map_by = params.get("map_by")
+            if map_by and str(map_by) not in SRUN_DISTRIBUTION:
+                raise MpiJobError("map_by %r has no srun counterpart here (known: %s); pass --distribution in "
+                                  "extra_args instead" % (map_by, ", ".join(sorted(SRUN_DISTRIBUTION))))
+            # srun --export cannot carry a comma inside a value (OMPI_MCA_btl=tcp,self): such
+            # variables are set in srun's own environment instead, which --export=ALL passes on
+            # to the tasks (and sbatch to the batch script, whose srun passes them on again).
+            export, launch_env = {}, {}
+            for name, value in L._check_env(params.get("env")).items():
+                if value is not None and "," in L._str_value(value):
+                    launch_env[name] = L._str_value(value)
+                else:
+                    export[name] = value
             argv = L.build_srun_argv(
                 params.get("srun") or "srun", program_path, args=args, nodes=len(hosts) if hosts else None,
                 ntasks=np, ntasks_per_node=params.get("ntasks_per_node"),
-                cpus_per_task=params.get("cpus_per_task"), mpi=params.get("srun_mpi"), export=params.get("env"),
+                cpus_per_task=params.get("cpus_per_task"), mpi=params.get("srun_mpi"),
+                export=dict(export, **{name: None for name in launch_env}),
                 nodelist=[h["name"] for h in hosts] or None, chdir=params.get("chdir"),
-                label=bool(params.get("tag_output")), extra_args=params.get("extra_args"))
-    except L.LauncherError as exc:
+                label=bool(params.get("tag_output")), extra_args=params.get("extra_args"),
+                overcommit=oversubscribe, distribution=SRUN_DISTRIBUTION.get(str(map_by)) if map_by else None)
+            if launcher == "sbatch":
+                # The batch script runs that same srun as its one job step, inside an
+                # allocation asked for with the same shape.
+                batch = sbatch.plan_batch(
+                    params.get("sbatch") or "sbatch", argv, nodes=len(hosts) if hosts else None, ntasks=np,
+                    ntasks_per_node=params.get("ntasks_per_node"), cpus_per_task=params.get("cpus_per_task"),
+                    nodelist=[h["name"] for h in hosts] or None, overcommit=oversubscribe,
+                    timeout=timeout, output_dir=params.get("sbatch_output_dir") or params.get("chdir"),
+                    job_name=params.get("sbatch_job_name"), partition=params.get("sbatch_partition"),
+                    chdir=params.get("chdir"), extra_args=params.get("sbatch_args"))
+    except (L.LauncherError, sbatch.BatchError) as exc:
         raise MpiJobError(str(exc))
     return {
+        "batch": batch,
+        "launch_env": launch_env,
         "argv": argv,
         "np": np,
         "hosts": hosts,
@@ -150,7 +185,7 @@ def summarize_output(stdout, launcher, implementation, tag_output):
     """
     if not tag_output:
         return stdout, {}
-    framing = "srun" if launcher == "srun" else implementation
+    framing = "srun" if launcher in ("srun", "sbatch") else implementation
     entries = L.split_tagged_output(stdout, framing)
     per_rank = {}
     for entry in entries:
@@ -183,7 +218,7 @@ def describe_transport(launcher, implementation, mca, env):
     btl = None if btl in (None, "") else str(btl)
     ucx_tls = env.get("UCX_TLS")
     ucx_devices = env.get("UCX_NET_DEVICES")
-    if implementation not in (None, "openmpi") and launcher != "srun":
+    if implementation not in (None, "openmpi") and launcher == "mpirun":
         kind = "auto"
     elif pml == "ucx":
         kind = "ucx"

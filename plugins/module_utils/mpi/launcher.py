@@ -274,14 +274,17 @@ def build_mpirun_argv(mpirun, program, args=None, np=None, implementation=OPENMP
 
 def build_srun_argv(srun, program, args=None, nodes=None, ntasks=None, ntasks_per_node=None,
                     cpus_per_task=None, mpi=None, export=None, nodelist=None, chdir=None,
-                    label=False, extra_args=None):
+                    label=False, extra_args=None, overcommit=False, distribution=None):
     """Return the srun argv as a list.
 
     ``export`` maps NAME to a value (or None: pass the current value) and becomes
     ``--export=ALL,NAME=VALUE,...``: the job keeps the caller's environment plus these.
     srun cannot carry commas inside an --export value, so such values are rejected.
     ``nodelist`` is a list of node names (``--nodelist=a,b``). ``label`` prefixes each
-    output line with the task number (``--label``).
+    output line with the task number (``--label``). ``overcommit`` lets Slurm place
+    more tasks than CPUs (``--overcommit``, srun's counterpart of mpirun's
+    --oversubscribe); ``distribution`` is ``--distribution`` (``cyclic`` spreads
+    consecutive ranks over the nodes, as mpirun's ``--map-by node`` does).
     """
     if not program:
         raise LauncherError("program is empty")
@@ -305,6 +308,13 @@ def build_srun_argv(srun, program, args=None, nodes=None, ntasks=None, ntasks_pe
             if not _HOST_NAME.match(name):
                 raise LauncherError("nodelist has an invalid node name %r" % (name,))
         argv.append("--nodelist=%s" % ",".join(names))
+    if overcommit:
+        argv.append("--overcommit")
+    if distribution:
+        if not re.match(r"^[A-Za-z0-9*:,]+$", str(distribution)):
+            raise LauncherError("distribution %r is not a srun --distribution value (e.g. block, cyclic)"
+                                % (distribution,))
+        argv.append("--distribution=%s" % distribution)
     if mpi:
         argv.append("--mpi=%s" % mpi)
     if export:
