@@ -47,8 +47,8 @@ options:
   nodes:
     description:
       - The nodes to sweep, each a name or C({name, address}). C(name) is what the results and the
-        exclude list call the node (its Slurm/inventory name); C(address) is what the launcher uses
-        (a fabric host name or address; default the name).
+        exclude list call the node (its Slurm/inventory name); C(address) is what mpirun uses
+        (a fabric host name or address; default the name). srun gets the names.
     type: list
     elements: raw
     required: true
@@ -121,7 +121,10 @@ options:
     choices: [auto, openmpi, mpich, intelmpi]
     default: auto
   mca:
-    description: Open MPI MCA parameters for every job (as in M(aiinfra.fabric.mpi_run)).
+    description:
+      - Open MPI MCA parameters for every job (as in M(aiinfra.fabric.mpi_run)).
+      - With O(launcher=srun) they reach the ranks as C(OMPI_MCA_<name>) variables in srun's environment
+        (which srun passes on), as does O(env).
     type: dict
     default: {}
   env:
@@ -356,7 +359,8 @@ def main():
     except (P.SweepPlanError, M.MeasureError) as exc:
         module.fail_json(msg=str(exc), **result)
     names = [n["name"] for n in nodes]
-    address_of = dict((n["name"], n["address"]) for n in nodes + references)
+    # srun takes Slurm's node names; mpirun the addresses (fabric names) of the nodes.
+    address_of = dict((n["name"], n["name"] if p["launcher"] == "srun" else n["address"]) for n in nodes + references)
     result["rounds"] = [{"round": i, "pairs": [list(pair) for pair in pairs], "byes": bye}
                         for i, (pairs, bye) in enumerate(zip(rounds, P.byes(rounds, names)), 1)]
 

@@ -54,6 +54,17 @@ class Executor(object):
         self.hostfile_dir = hostfile_dir
         self.run_job = run_job or R.run_job
         self.write_hostfile = write_hostfile or L.write_hostfile
+        self.run_env = None
+        if self.base.get("launcher") == "srun":
+            # srun hands its own environment to the tasks (--export=ALL is its default), and
+            # --export cannot carry a comma (btl=tcp,self): the ranks' variables and the MCA
+            # parameters (as OMPI_MCA_<name>) go into srun's environment instead.
+            run_env = dict((str(k), v) for k, v in (self.base.get("env") or {}).items() if v is not None)
+            for name, value in (self.base.get("mca") or {}).items():
+                run_env.setdefault("OMPI_MCA_%s" % name, value)
+            self.run_env = run_env
+            self.base["env"] = {}
+            self.base["mca"] = {}
 
     def plan(self, tests, addresses):
         planned = []
@@ -81,7 +92,7 @@ class Executor(object):
                 if plan["hostfile_content"]:
                     hostfile = self.write_hostfile(plan["hosts"], self.implementation, directory=self.hostfile_dir)
                 argv = mpi_job.with_hostfile(plan["argv"], hostfile)
-                run = self.run_job(argv, timeout=self.timeout, cwd=self.base.get("chdir"))
+                run = self.run_job(argv, timeout=self.timeout, env=self.run_env, cwd=self.base.get("chdir"))
             finally:
                 if hostfile and os.path.exists(hostfile):
                     os.unlink(hostfile)

@@ -46,8 +46,9 @@ class FakeCluster(object):
         self.hostfiles.append([h["name"] for h in hosts])
         return "/tmp/fake-hostfile-%d" % len(self.hostfiles)
 
-    def run_job(self, argv, timeout=None, cwd=None):
+    def run_job(self, argv, timeout=None, env=None, cwd=None):
         self.argvs.append(list(argv))
+        self.envs = getattr(self, "envs", []) + [env]
         hosts = self.hostfiles[-1]
         if self.fail_with and self.fail_with in hosts:
             return {"rc": 1, "stdout": "", "stderr": "ORTE was unable to reliably start", "duration": 1.0,
@@ -136,6 +137,19 @@ def test_srun_launcher_gets_a_node_list_and_no_hostfile():
     assert len(planned) == 1
     assert planned[0]["plan"]["argv"][:4] == ["srun", "--nodes=2", "--ntasks=2", "--nodelist=te1,te3"]
     assert planned[0]["plan"]["hostfile_content"] is None
+
+
+def test_srun_gets_mca_and_env_through_its_own_environment():
+    # btl=tcp,self cannot travel in srun --export (a comma); it must reach the ranks anyway.
+    fake = FakeCluster(slow=None)
+    base = {"launcher": "srun", "mca": {"btl": "tcp,self", "btl_tcp_if_include": "10.99.0.0/24"},
+            "env": {"UCX_TLS": "tcp", "KEEP": None}}
+    ex = X.Executor(base, None, 1, lambda name: True, lambda program: program, run_job=fake.run_job,
+                    write_hostfile=fake.write_hostfile)
+    fake.hostfiles.append(["te1", "te2"])
+    ex.measure(M.normalize_tests(TESTS), ["te1", "te2"])
+    assert fake.envs == [{"UCX_TLS": "tcp", "OMPI_MCA_btl": "tcp,self", "OMPI_MCA_btl_tcp_if_include": "10.99.0.0/24"}]
+    assert not any(a.startswith("--export") for a in fake.argvs[0])
 
 
 def test_a_bad_program_or_host_fails_planning_before_anything_runs():
