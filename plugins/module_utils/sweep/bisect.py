@@ -42,7 +42,7 @@ class Bisection(object):
             raise BisectionError("a bisection needs a group of at least 2 nodes, got %r" % (names,))
         if len(set(names)) != len(names):
             raise BisectionError("the group lists a node twice: %r" % (names,))
-        known_good = [n for n in known_good or ()]
+        known_good = list(known_good or ())
         overlap = sorted(set(known_good) & set(names))
         if overlap:
             raise BisectionError("nodes %s are both in the group and known-good" % ", ".join(overlap))

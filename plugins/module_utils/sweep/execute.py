@@ -107,8 +107,8 @@ class Executor(object):
             elif run["rc"] != 0:
                 error = "rc=%s: %s" % (run["rc"], (run["stderr"] or run["stdout"] or "").strip()[-300:])
             else:
-                text, _ = mpi_job.summarize_output(run["stdout"], self.base.get("launcher") or "mpirun",
-                                                   self.implementation, False)
+                text = mpi_job.summarize_output(run["stdout"], self.base.get("launcher") or "mpirun",
+                                                self.implementation, False)[0]
                 try:
                     parsed = _parse(job["parse"], text)
                 except ValueError as exc:

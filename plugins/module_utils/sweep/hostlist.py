@@ -74,7 +74,7 @@ def compress(names):
             text = "%s[%s]" % (prefix, ",".join(texts))
         parts.append(((prefix, width, min(numbers)), text))
     parts.sort(key=lambda item: (item[0] if isinstance(item[0], tuple) else (item[0], -1, -1)))
-    return ",".join(text for _, text in parts)
+    return ",".join(part[1] for part in parts)
 
 
 _BRACKET = re.compile(r"^([^\[\],]*)\[([0-9,\-]+)\]([^\[\],]*)$")

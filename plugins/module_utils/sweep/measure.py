@@ -195,8 +195,8 @@ def extract(test, parsed):
             half = row.get("in_place")
         metric = metric[len("in_place_"):] if metric.startswith("in_place_") else metric
         if half and half.get("wrong") not in (None, 0, "N/A"):
-            return None, row["size"], "nccl-tests reports %s wrong values at size %s" % (half.get("wrong"),
-                                                                                     row["size"])
+            return None, row["size"], "nccl-tests reports %s wrong values at size %s" % (
+                half.get("wrong"), row["size"])
         value = (half or {}).get(metric)
     if value is None:
         return None, row.get("size"), "no %s value in the row for size %s" % (test["metric"], row.get("size"))

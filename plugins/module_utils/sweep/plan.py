@@ -82,7 +82,7 @@ def round_robin(names):
     seats = names + ([None] if len(names) % 2 else [])
     count = len(seats)
     rounds = []
-    for _ in range(count - 1):
+    for _round in range(count - 1):
         pairs = []
         for i in range(count // 2):
             a, b = seats[i], seats[count - 1 - i]

@@ -46,13 +46,13 @@ def test_a_healthy_group_takes_one_test():
 
 
 def test_halves_run_in_the_same_round():
-    _, calls = simulate(["a", "b", "c", "d"], bad_nodes=["d"])
+    calls = simulate(["a", "b", "c", "d"], bad_nodes=["d"])[1]
     assert calls[1] == [["a", "b"], ["c", "d"]]
 
 
 def test_two_bad_nodes_in_different_halves_are_both_found():
     names = ["n%d" % i for i in range(8)]
-    result, _ = simulate(names, bad_nodes=["n1", "n6"])
+    result = simulate(names, bad_nodes=["n1", "n6"])[0]
     assert sorted(result["suspects"]) == ["n1", "n6"]
 
 
@@ -63,12 +63,12 @@ def test_two_node_group_with_a_reference_tells_the_nodes_apart():
 
 
 def test_two_node_group_without_a_reference_is_unresolved():
-    result, _ = simulate(["a", "b"], bad_nodes=["b"])
+    result = simulate(["a", "b"], bad_nodes=["b"])[0]
     assert result["suspects"] == [] and sorted(result["unresolved"]) == ["a", "b"]
 
 
 def test_a_bad_link_across_halves_is_inconclusive_not_a_wrong_node():
-    result, _ = simulate(["a", "b", "c", "d"], bad_links=[("a", "d")])
+    result = simulate(["a", "b", "c", "d"], bad_links=[("a", "d")])[0]
     assert result["suspects"] == []
     assert result["inconclusive"] == [["a", "b", "c", "d"]]
 

@@ -62,10 +62,10 @@ def test_reference_rounds_pair_every_node_with_a_free_reference(n, refs):
     assert len(rounds) == math.ceil(n / float(refs))
     tested = []
     for pairs in rounds:
-        used = [r for _, r in pairs]
+        used = [pair[1] for pair in pairs]
         assert len(used) == len(set(used)), "a reference is in two pairs of one round"
         assert set(used) <= set(references)
-        tested.extend(node for node, _ in pairs)
+        tested.extend(pair[0] for pair in pairs)
     assert tested == nodes
 
 
