@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Build (or reuse) the lab's base image: a Debian bookworm root filesystem with a real
+# Build (or reuse) the lab's base image: a Debian root filesystem (AIINFRA_LAB_DISTRO,
+# bookworm by default) with a real
 # 6.12 kernel, a busybox initramfs that mounts it, and the lab's SSH key baked in.
-# Everything lands in $LAB_CACHE/images/<stamp>/; the stamp is a hash of the inputs,
+# Everything lands in $LAB_CACHE/images/<distro>-<stamp>/; the stamp is a hash of the inputs,
 # so a changed package list or guest file gives a new image and an unchanged one is reused.
 set -euo pipefail
 # shellcheck source=lab/common.sh
@@ -9,7 +10,7 @@ set -euo pipefail
 
 need() { command -v "$1" >/dev/null 2>&1 || lab_die "'$1' is missing: install the Debian package $2 (scripts/setup does)"; }
 need ssh-keygen openssh-client
-mkdir -p "$LAB_CACHE/debs" "$LAB_CACHE/images"
+mkdir -p "$LAB_DEBS" "$LAB_CACHE/images"
 # One build at a time per cache, even when several labctl runs ask at once.
 exec 9>"$LAB_CACHE/build.lock"
 flock 9
@@ -22,11 +23,15 @@ if [ -z "$kernel_pkg" ]; then
   [ -n "$kernel_pkg" ] || lab_die "no linux-image-6.12.*+deb12-amd64-unsigned package is known to apt: enable bookworm-security in the host's apt sources and run 'apt-get update'"
 fi
 
-packages=$(grep -vE '^\s*(#|$)' "$LAB_DIR/packages.txt" | tr '\n' ',')"$kernel_pkg"
-stamp=$( { echo "$packages"; cat "$0" "$LAB_DIR/initramfs-init"; find "$LAB_DIR/guest" -type f -print0 | sort -z | xargs -0 cat; cat "$LAB_KEY.pub"; } | sha256sum | cut -c1-16)
+# packages.txt for every distribution, packages-<distro>.txt for one.
+package_files=("$LAB_DIR/packages.txt")
+[ -f "$LAB_DIR/packages-$LAB_DISTRO.txt" ] && package_files+=("$LAB_DIR/packages-$LAB_DISTRO.txt")
+packages=$(cat "${package_files[@]}" | grep -vE '^\s*(#|$)' | tr '\n' ',')"$kernel_pkg"
+stamp=$( { echo "$LAB_DISTRO"; echo "$packages"; cat "$0" "$LAB_DIR/initramfs-init"; find "$LAB_DIR/guest" -type f -print0 | sort -z | xargs -0 cat; cat "$LAB_KEY.pub"; } | sha256sum | cut -c1-16)
+stamp=$LAB_DISTRO-$stamp
 out=$LAB_CACHE/images/$stamp
 if [ -f "$out/done" ]; then
-  [ "$(readlink "$LAB_CACHE/images/current" 2>/dev/null)" = "$stamp" ] || ln -sfn "$stamp" "$LAB_CACHE/images/current"
+  [ "$(readlink "$LAB_IMAGE_LINK" 2>/dev/null)" = "$stamp" ] || ln -sfn "$stamp" "$LAB_IMAGE_LINK"
   lab_log "image $stamp is cached ($kernel_pkg)"
   exit 0
 fi
@@ -43,7 +48,7 @@ trap 'rc=$?; rm -rf "$work"; [ $rc = 0 ] || echo "lab: image build failed; log: 
 lab_log "building image $stamp with $kernel_pkg (log: $log)"
 start=$SECONDS
 
-lab_log "mmdebstrap: installing $(echo "$packages" | tr ',' '\n' | wc -l) packages into a bookworm root"
+lab_log "mmdebstrap: installing $(echo "$packages" | tr ',' '\n' | wc -l) packages into a $LAB_DISTRO root"
 mmdebstrap --variant=apt --mode=root --components=main \
   --include="$packages" \
   --aptopt='Acquire::Retries "3"' \
@@ -51,12 +56,12 @@ mmdebstrap --variant=apt --mode=root --components=main \
   --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/locale/locale.alias' \
   --skip=essential/unlink \
   --setup-hook='mkdir -p "$1"/var/cache/apt/archives/' \
-  --setup-hook="sync-in $LAB_CACHE/debs /var/cache/apt/archives/" \
-  --customize-hook="sync-out /var/cache/apt/archives $LAB_CACHE/debs" \
+  --setup-hook="sync-in $LAB_DEBS /var/cache/apt/archives/" \
+  --customize-hook="sync-out /var/cache/apt/archives $LAB_DEBS" \
   --customize-hook="copy-in $LAB_DIR/guest/lab-init.sh /usr/local/sbin/" \
   --customize-hook="copy-in $LAB_DIR/guest/lab-init.service /etc/systemd/system/" \
   --customize-hook="$LAB_DIR/guest/customize.sh \"\$1\" $LAB_KEY.pub" \
-  bookworm "$work/root" >"$log" 2>&1 \
+  "$LAB_DISTRO" "$work/root" >"$log" 2>&1 \
   || lab_die "mmdebstrap failed; last lines of $log:$(echo; tail -n 20 "$log")"
 lab_log "mmdebstrap done in $((SECONDS - start)) s"
 
@@ -77,8 +82,8 @@ mkfs.ext4 -q -F -L labroot -d "$work/root" "$work/out/rootfs.img" "$LAB_DISK_SIZ
 echo "$kernel_pkg" > "$work/out/kernel-package"
 touch "$work/out/done"
 rm -rf "$out"; mv "$work/out" "$out"
-ln -sfn "$stamp" "$LAB_CACHE/images/current"
-# Keep only the newest few images: each is a few hundred MB of sparse file.
-find "$LAB_CACHE/images" -mindepth 1 -maxdepth 1 -type d ! -name "$stamp" -printf '%T@ %p\n' \
+ln -sfn "$stamp" "$LAB_IMAGE_LINK"
+# Keep only the newest few images of this distribution: each is a few hundred MB of sparse file.
+find "$LAB_CACHE/images" -mindepth 1 -maxdepth 1 -type d -name "$LAB_DISTRO-*" ! -name "$stamp" -printf '%T@ %p\n' \
   | sort -rn | tail -n +3 | cut -d' ' -f2- | xargs -r rm -rf
 lab_log "image $stamp ready in $((SECONDS - start)) s"

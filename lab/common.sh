@@ -5,8 +5,29 @@ LAB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 LAB_CACHE=${AIINFRA_LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/aiinfra-fabric-lab}
 # One lab instance per run folder: several can run side by side with their own
 # AIINFRA_LAB_RUN, AIINFRA_LAB_SSH_PORT_BASE and AIINFRA_LAB_FABRIC_PORT.
-LAB_RUN=${AIINFRA_LAB_RUN:-$LAB_CACHE/run}
-LAB_VMS=(te1 te2)
+# The lab's shape (every default is the original two-VM, one-link lab the scenarios use):
+#   AIINFRA_LAB_NODES=2..4        VMs te1..teN on the fabric (more than 2: a multicast hub)
+#   AIINFRA_LAB_FABRIC_LINKS=1|2  a second, independent fabric link on eth2 (10.99.1.0/24)
+#   AIINFRA_LAB_NVME_DRIVES=N     emulated NVMe drives on te1 (AIINFRA_LAB_NVME_SIZE each)
+#   AIINFRA_LAB_DISTRO            the image's Debian release: bookworm or trixie
+LAB_NODES=${AIINFRA_LAB_NODES:-2}
+LAB_FABRIC_LINKS=${AIINFRA_LAB_FABRIC_LINKS:-1}
+LAB_NVME_DRIVES=${AIINFRA_LAB_NVME_DRIVES:-0}
+LAB_NVME_SIZE=${AIINFRA_LAB_NVME_SIZE:-1G}
+LAB_DISTRO=${AIINFRA_LAB_DISTRO:-bookworm}
+case $LAB_NODES in 2|3|4) ;; *) echo "lab: error: AIINFRA_LAB_NODES must be 2, 3 or 4 (got '$LAB_NODES')" >&2; exit 1 ;; esac
+case $LAB_FABRIC_LINKS in 1|2) ;; *) echo "lab: error: AIINFRA_LAB_FABRIC_LINKS must be 1 or 2 (got '$LAB_FABRIC_LINKS')" >&2; exit 1 ;; esac
+case $LAB_NVME_DRIVES in [0-8]) ;; *) echo "lab: error: AIINFRA_LAB_NVME_DRIVES must be 0..8 (got '$LAB_NVME_DRIVES')" >&2; exit 1 ;; esac
+case $LAB_DISTRO in bookworm|trixie) ;; *) echo "lab: error: AIINFRA_LAB_DISTRO must be bookworm or trixie (got '$LAB_DISTRO')" >&2; exit 1 ;; esac
+# A lab of another shape keeps its own run folder (its own saved booted state): the default
+# lab's snapshot survives a scenario that needs three VMs or NVMe drives.
+LAB_SHAPE=
+[ "$LAB_NODES$LAB_FABRIC_LINKS$LAB_NVME_DRIVES$LAB_DISTRO" = 210bookworm ] \
+  || LAB_SHAPE=-$LAB_DISTRO-n$LAB_NODES-l$LAB_FABRIC_LINKS-d$LAB_NVME_DRIVES
+LAB_RUN=${AIINFRA_LAB_RUN:-$LAB_CACHE/run}$LAB_SHAPE
+LAB_VMS=()
+for _i in $(seq 1 "$LAB_NODES"); do LAB_VMS+=("te$_i"); done
+unset _i
 # Host-side ports, all on 127.0.0.1: SSH forward per VM, and the socket that carries
 # the private fabric link between the two VMs.
 LAB_SSH_PORT_BASE=${AIINFRA_LAB_SSH_PORT_BASE:-2221}
@@ -20,17 +41,25 @@ LAB_BOOT_TIMEOUT=${AIINFRA_LAB_BOOT_TIMEOUT:-600}
 # and every later fresh VM starts from a copy of it in seconds. 0 = always cold boot.
 LAB_SNAPSHOT=${AIINFRA_LAB_SNAPSHOT:-1}
 LAB_KEY=$LAB_CACHE/id_ed25519
+# One image per distribution: $LAB_CACHE/images/<distro>-<stamp>, the newest behind this link.
+LAB_IMAGE_LINK=$LAB_CACHE/images/current-$LAB_DISTRO
+# Downloaded packages, kept between image builds (one folder per distribution).
+if [ "$LAB_DISTRO" = bookworm ]; then LAB_DEBS=$LAB_CACHE/debs; else LAB_DEBS=$LAB_CACHE/debs-$LAB_DISTRO; fi
 
 lab_vm_index() {
-  case $1 in
-    te1) echo 0 ;;
-    te2) echo 1 ;;
-    *) lab_die "unknown lab VM '$1' (the lab has: ${LAB_VMS[*]})" ;;
-  esac
+  local i
+  for i in "${!LAB_VMS[@]}"; do
+    [ "${LAB_VMS[$i]}" = "$1" ] && { echo "$i"; return 0; }
+  done
+  lab_die "unknown lab VM '$1' (the lab has: ${LAB_VMS[*]}; AIINFRA_LAB_NODES=$LAB_NODES)"
 }
 lab_ssh_port() { echo $((LAB_SSH_PORT_BASE + $(lab_vm_index "$1"))); }
 lab_fabric_ip() { echo "10.99.0.$(($(lab_vm_index "$1") + 1))"; }
+lab_fabric_ip_b() { echo "10.99.1.$(($(lab_vm_index "$1") + 1))"; }
 lab_mac() { printf '52:54:00:99:00:%02x' $(($(lab_vm_index "$1") + 1)); }
+lab_mac_b() { printf '52:54:00:99:01:%02x' $(($(lab_vm_index "$1") + 1)); }
+# The second link's host-side port (listener or multicast port).
+lab_fabric_port_b() { echo $((LAB_FABRIC_PORT + 1000)); }
 
 lab_log() { printf '[lab %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 lab_die() { printf 'lab: error: %s\n' "$*" >&2; exit 1; }

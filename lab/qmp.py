@@ -2,6 +2,7 @@
 
     python3 lab/qmp.py SOCKET stop | cont | quit        a QMP command without arguments
     python3 lab/qmp.py SOCKET hmp 'savevm booted'       a human monitor command through QMP
+    python3 lab/qmp.py SOCKET device_add '{"driver": ...}'  a QMP command with JSON arguments
 
 Prints the command's return value; exits 1 with QEMU's error message when it fails
 (an HMP command's error comes back as text in its return value, starting "Error").
@@ -49,7 +50,8 @@ def main(argv):
         if text.strip():
             print(text.strip())
     else:
-        print(json.dumps(exchange(sock, reader, command)))
+        arguments = json.loads(argv[3]) if len(argv) > 3 else None
+        print(json.dumps(exchange(sock, reader, command, arguments)))
     return 0
 
 

@@ -43,5 +43,11 @@ for unit in apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer e2scrub_re
     getty@tty1.service; do
   ln -sf /dev/null "$root/etc/systemd/system/$unit"
 done
+# Slurm and munge are installed but off: roles/slurm writes their keys and config and starts them.
+for unit in munge.service slurmctld.service slurmd.service; do
+  if [ -e "$root/lib/systemd/system/$unit" ] || [ -e "$root/usr/lib/systemd/system/$unit" ]; then
+    chroot "$root" systemctl disable "$unit" >/dev/null 2>&1 || true
+  fi
+done
 install -d "$root/etc/systemd/journald.conf.d"
 printf '[Journal]\nStorage=volatile\nRuntimeMaxUse=32M\n' > "$root/etc/systemd/journald.conf.d/lab.conf"

@@ -184,6 +184,49 @@ options:
       - Defaults to processes x O(threads) x O(ngpus) - one process with O(launcher=none), O(np) (or the
         hosts' slots) with a launcher. Unknown (not checked) with O(launcher=srun) and no O(np).
     type: int
+  require_transport:
+    description:
+      - The path NCCL must prove it took, from its own C(NCCL_DEBUG=INFO) lines; the task fails otherwise
+        (a silent fallback to TCP sockets, GPUDirect RDMA off, NVLS not used).
+      - Keys - C(network) (V(ib) for NCCL's InfiniBand/RoCE verbs transport, including NVIDIA's C(IBext) plugin;
+        V(socket); or another net plugin's name as NCCL prints it), C(gdr) (true - every network channel must be
+        C(/GDRDMA)), C(nvls) (true or false), C(min_nics) (NICs in NCCL's C(NET/IB) device list),
+        C(all_ranks) (default true - every rank must print the proof).
+      - When set, the job runs with C(NCCL_DEBUG=INFO) (a warning says so when O(environment) asked for less), and a
+        C(NCCL_DEBUG_SUBSYS) given in O(environment) is extended with C(INIT), the subsystem of the lines read
+        (NCCL's default list has it); C(NCCL_DEBUG_FILE) is refused. The parsed facts are in
+        RV(transport) whether or not a requirement is set, when the output has INFO lines.
+    type: dict
+  expectations:
+    description:
+      - The expected-busbw catalog (C(models) and C(expectations), the schema of the C(aiinfra.fabric.nccl_tests)
+        role's C(files/expected_busbw.yml)). The GPU model is the first C(models) entry whose C(match) text is in
+        the GPU name; the expectation is the first for that model, scope, test and GPUs per node (and
+        O(network) across nodes).
+      - The out-of-place busbw at the largest size is compared with it; RV(expectation) explains the verdict in one
+        sentence with the figure's source. More than C(tolerance_pct) below fails the task unless
+        O(expectation_gate=false).
+    type: dict
+  expectations_overrides:
+    description:
+      - Entries in the schema of O(expectations) (C(models), C(expectations)) laid over it - for a cluster's own
+        figures. An entry with the C(id) of a catalog entry replaces it; the others come first (a user's model
+        rule is tried before the catalog's).
+    type: dict
+  expectation_scope:
+    description: Which expectation applies - V(single_node) (NVLink/NVSwitch, xGMI) or V(multi_node). Defaults to
+      V(single_node) with O(launcher=none) and V(multi_node) with a launcher.
+    type: str
+    choices: [single_node, multi_node]
+  network:
+    description: The network of a multi-node run as the catalog names it (NICs per node x speed, for example
+      V(8x400G)); without it no multi-node expectation is selected.
+    type: str
+  expectation_gate:
+    description: Fail the task when the busbw is more than the tolerance below the catalog's expectation.
+      With V(false) the verdict is only reported.
+    type: bool
+    default: true
   creates:
     description: Do not run when this path exists.
     type: path
@@ -216,6 +259,9 @@ seealso:
   - name: nccl-tests
     description: NVIDIA's NCCL performance tests and the meaning of algbw and busbw.
     link: https://github.com/NVIDIA/nccl-tests
+  - name: NCCL environment variables
+    description: NCCL_DEBUG, NCCL_DEBUG_SUBSYS and NCCL_DEBUG_FILE, which the transport proof relies on.
+    link: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html
 author:
   - aiinfra.fabric developers (@aiinfra)
 """
@@ -351,6 +397,26 @@ other_rank_rows:
   description: Result rows printed by ranks other than the reporting one (rank 0); they are not merged into RV(rows).
   returned: when the job ran
   type: int
+transport:
+  description:
+    - What NCCL's INFO lines say about the path it took, when the output has them (null otherwise) - C(ranks)
+      (per rank - C(rank), C(host), C(pid), C(device), C(network) selected, C(network_used) by its channels,
+      C(nics), C(nics_used) (the NICs its network channels went through), C(transports) (channels per
+      transport, for example C(NET/IB), C(P2P/CUMEM), C(SHM)), C(gdr), C(nvls), C(coll_channels),
+      C(nvls_channels)), C(networks), C(transports), C(gdr), C(nvls), C(summary)
+      (one line), C(required) and C(passed) (null without O(require_transport)).
+  returned: when the job ran
+  type: dict
+expectation:
+  description:
+    - The comparison with the catalog (null without O(expectations)) - C(status) (V(pass), V(below),
+      V(not_compared)), C(text) (the verdict in plain words, with the source), C(model), C(expected_busbw),
+      C(measured_busbw), C(size), C(deficit_pct), C(tolerance_pct), C(expectation_id), C(source).
+  returned: when the job ran
+  type: dict
+  sample:
+    status: below
+    text: "te7: all_reduce busbw 312 GB/s at 8 GiB, 35 % below the H100 SXM single-node expectation of 479 GB/s, ..."
 warnings:
   description: What the task also warned about (a reduced maxBytes, a device list missing so the GPU count was not checked).
   returned: when the job ran
@@ -440,6 +506,12 @@ def argument_spec():
         min_busbw=dict(type="float"),
         min_busbw_per_gpu=dict(type="dict", default={}),
         expected_gpus=dict(type="int"),
+        require_transport=dict(type="dict"),
+        expectations=dict(type="dict"),
+        expectations_overrides=dict(type="dict"),
+        expectation_scope=dict(type="str", choices=["single_node", "multi_node"]),
+        network=dict(type="str"),
+        expectation_gate=dict(type="bool", default=True),
         creates=dict(type="path"),
         removes=dict(type="path"),
     )
@@ -482,7 +554,8 @@ def main():
             shutil.rmtree(workdir, ignore_errors=True)
 
     fields = result_fields(report, job, plan, host=platform.node(), min_busbw=p["min_busbw"],
-                           min_busbw_per_gpu=p["min_busbw_per_gpu"], timeout=p["timeout"], gpus=expected_gpus(p))
+                           min_busbw_per_gpu=p["min_busbw_per_gpu"], timeout=p["timeout"], gpus=expected_gpus(p),
+                           p=p)
     for warning in fields["warnings"]:
         module.warn(warning)
     fields["command"] = argv

@@ -67,6 +67,19 @@ def no_mpi_processes(report):
     return runs if runs > 1 else 0
 
 
+def first_match(name, patterns):
+    """The first of ``patterns`` (in their order) found in ``name``, case-insensitively, or None.
+
+    The one rule for telling a GPU model from the name nvidia-smi / nccl-tests print
+    (``NVIDIA H100 80GB HBM3``): the busbw bounds and the expectations catalog both use it.
+    """
+    lowered = (name or "").lower()
+    for pattern in patterns:
+        if str(pattern).lower() in lowered:
+            return pattern
+    return None
+
+
 def bound_for(min_busbw=None, min_busbw_per_gpu=None, gpu_models=()):
     """The busbw bound in GB/s for these GPUs. Returns ``(bound or None, what it came from)``.
 
@@ -76,12 +89,13 @@ def bound_for(min_busbw=None, min_busbw_per_gpu=None, gpu_models=()):
     matching key, ``min_busbw``.
     """
     chosen = None
+    bounds = min_busbw_per_gpu or {}
     for model in gpu_models:
-        for pattern, value in (min_busbw_per_gpu or {}).items():
-            if str(pattern).lower() in model.lower():
-                if chosen is None or float(value) > chosen[0]:
-                    chosen = (float(value), "min_busbw_per_gpu[%s] (%s)" % (pattern, model))
-                break
+        pattern = first_match(model, bounds)
+        if pattern is not None:
+            value = float(bounds[pattern])
+            if chosen is None or value > chosen[0]:
+                chosen = (value, "min_busbw_per_gpu[%s] (%s)" % (pattern, model))
     if chosen:
         return chosen
     if min_busbw is not None:

@@ -23,9 +23,11 @@ import os
 import re
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher as L
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import catalog as C
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import command as N
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import gates as G
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import parse as NP
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import transport as T
 
 HOSTFILE = "<hostfile>"
 JSON_REPORT = "<json-report>"
@@ -87,6 +89,19 @@ def plan_job(p, find, run_command, check_mode=False, exists=os.path.exists, exec
     warnings = []
     binary = os.path.join(p["binary_dir"], N.binary_name(p["test"], p.get("binary_suffix")))
     env = _environment(p.get("environment"))
+    try:
+        require = T.normalize_requirement(p.get("require_transport"))
+        if require:
+            # The proof is NCCL's own INFO lines on the job's output.
+            env, notes = T.debug_environment(env)
+            warnings.extend(notes)
+        C.merge(p.get("expectations"), p.get("expectations_overrides"))
+    except (T.TransportError, C.CatalogError) as exc:
+        raise NcclJobError(str(exc))
+    if p.get("expectations") and (p.get("expectation_scope") or _default_scope(p)) == "multi_node" \
+            and not p.get("network"):
+        warnings.append("expectations are given for a multi-node run but network (for example 8x400G) is not: "
+                        "the busbw is not compared with the catalog")
     launcher = p.get("launcher") or "none"
     hosts = p.get("hosts") or []
     np = p.get("np")
@@ -154,6 +169,10 @@ def plan_job(p, find, run_command, check_mode=False, exists=os.path.exists, exec
         argv = [binary] + args
         run_env = dict((k, v) for k, v in env.items() if v is not None)
     return JobPlan(p["test"], argv, binary, launcher, use_json, run_env, normalized, implementation, warnings)
+
+
+def _default_scope(p):
+    return "single_node" if (p.get("launcher") or "none") == "none" else "multi_node"
 
 
 def _use_json(mode, launcher, binary, present, env, run_command):
@@ -225,7 +244,40 @@ def expected_gpus(p):
     return None if np is None else np * per_process
 
 
-def result_fields(report, job, plan, host, min_busbw=None, min_busbw_per_gpu=None, timeout=None, gpus=None):
+def expectation_fields(report, summary, p, host):
+    """The catalog verdict for this run (None without a catalog)."""
+    if not p.get("expectations"):
+        return None
+    catalog = C.merge(p["expectations"], p.get("expectations_overrides"))
+    scope = p.get("expectation_scope") or _default_scope(p)
+    hosts = summary["hosts"] or [host]
+    per_node = None
+    if summary["nranks"]:
+        per_node = summary["nranks"] // len(hosts) if summary["nranks"] % len(hosts) == 0 else None
+    expectation, model, why_not = C.select(catalog, summary["gpu_models"], p["test"], scope,
+                                           gpus_per_node=per_node, network=p.get("network"))
+    where = host if scope == "single_node" else "+".join(hosts)
+    return C.verdict(where, p["test"], summary["largest_size_busbw"], summary["largest_size"], expectation, model,
+                     why_not)
+
+
+def transport_fields(job, p):
+    """``(facts or None, failures)``: NCCL's INFO lines parsed; failures only when a requirement is set."""
+    require = T.normalize_requirement(p.get("require_transport"))
+    text = (job.get("stdout") or "") + "\n" + (job.get("stderr") or "")
+    facts = T.parse(text)
+    if not facts["lines"] and not require:
+        return None, []
+    facts["summary"] = T.summary(facts)
+    facts["required"] = require
+    failures = T.check(facts, require) if require else []
+    facts["passed"] = not failures if require else None
+    return facts, failures
+
+
+def result_fields(report, job, plan, host, min_busbw=None, min_busbw_per_gpu=None, timeout=None, gpus=None,
+                  p=None):
+    p = p or {}
     summary = G.summarize(report)
     bound, origin = G.bound_for(min_busbw, min_busbw_per_gpu, summary["gpu_models"])
     fields = {
@@ -261,6 +313,9 @@ def result_fields(report, job, plan, host, min_busbw=None, min_busbw_per_gpu=Non
         "expected_gpus": gpus,
         "other_rank_rows": report["other_rank_rows"],
     }
+    fields["transport"], transport_failures = transport_fields(job, p)
+    expectation = expectation_fields(report, summary, p, host) if p.get("test") else None
+    fields["expectation"] = expectation
     failures = []
     failure = None
     runs = G.no_mpi_processes(report)
@@ -286,6 +341,9 @@ def result_fields(report, job, plan, host, min_busbw=None, min_busbw_per_gpu=Non
     else:
         failures = G.check_gates(report, summary, host, min_busbw=min_busbw, min_busbw_per_gpu=min_busbw_per_gpu,
                                  expected_gpus=gpus)
+        failures += ["transport: %s" % f for f in transport_failures]
+        if expectation and expectation["status"] == C.BELOW and p.get("expectation_gate", True):
+            failures.append(expectation["text"])
         if failures:
             failure = "nccl-tests %s: %s" % (fields["test"], "; ".join(failures))
     fields["gates"] = {

@@ -197,6 +197,9 @@ def adapt_nccl(host, fact, seen=None):
             "out_of_bounds": _int(run.get("out_of_bounds")),
             "failed": bool(run.get("failed")),
             "msg": run.get("msg"),
+            # The module's catalog verdict and transport proof, as it returned them.
+            "expectation": run.get("expectation") if isinstance(run.get("expectation"), dict) else None,
+            "transport": run.get("transport") if isinstance(run.get("transport"), dict) else None,
         })
         records[-1]["passed"], records[-1]["failure"] = verdict(run)
     return records

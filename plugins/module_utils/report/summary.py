@@ -116,6 +116,25 @@ def mpi_lines(host, fact):
     return lines
 
 
+def _nccl_explained(host, r):
+    """The catalog verdict in its own words (the module wrote it), and the transport NCCL proved."""
+    out = []
+    expectation = r.get("expectation") or {}
+    text = " ".join(str(expectation.get("text") or "").split())
+    if text:
+        # The verdict names its host (or hosts); host_lines puts this host in front.
+        out.append(text[len(host) + 2:] if text.startswith(host + ": ") else text)
+    transport = r.get("transport") or {}
+    if transport.get("summary"):
+        proof = ""
+        if transport.get("passed") is True:
+            proof = ", requirement proven"
+        elif transport.get("passed") is False:
+            proof = ", requirement NOT proven"
+        out.append("NCCL %s transport: %s%s" % (r["test"], transport["summary"], proof))
+    return out
+
+
 def nccl_lines(host, fact):
     lines = []
     for r in adapt_nccl(host, fact):
@@ -126,6 +145,7 @@ def nccl_lines(host, fact):
             r["wrong_total"] if r["wrong_total"] is not None else "n/a",
             "PASS" if r.get("passed") is not False else "FAIL - %s" % " ".join((r.get("failure") or "").split()))
         lines.append(" ".join(line.split()))
+        lines += _nccl_explained(host, r)
     if not lines:
         lines.append("NCCL: no runs")
     if _failed(fact) and all("FAIL" not in x for x in lines):

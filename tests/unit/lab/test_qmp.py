@@ -83,3 +83,13 @@ def test_quit_accepts_the_monitor_closing(sock):
     thread.join(5)
     assert result.returncode == 0, result.stderr
     assert received[-1] == {"execute": "quit"}
+
+
+def test_json_arguments_reach_the_command(sock):
+    """labctl hot-plugs the lab's NVMe drives with device_add and a JSON argument object."""
+    received, thread = fake_monitor(sock, [[{"return": {}}], [{"return": {}}]])
+    result = run(sock, "device_add", '{"driver": "nvme", "bus": "rp1", "serial": "aiinfra-te1-nvme1"}')
+    thread.join(5)
+    assert result.returncode == 0, result.stderr
+    assert received[1] == {"execute": "device_add",
+                           "arguments": {"driver": "nvme", "bus": "rp1", "serial": "aiinfra-te1-nvme1"}}

@@ -243,3 +243,115 @@ def test_real_cpu_only_run_fails_with_the_cuda_error():
     assert f["failure"].startswith(
         "all_reduce_perf exited with rc=2 on vm (vm: Test CUDA failure util.cu:674 'CUDA driver version is "
         "insufficient for CUDA runtime version'; .. vm pid 18706: Test failure common.cu:1454). Last output:")
+
+
+# --------------------------------------------------------------------------- transport proof, expectations
+
+def info_fixture(name):
+    with open(os.path.join(FIXTURES, "..", "nccl_info", name)) as handle:
+        return handle.read()
+
+
+def catalog_doc():
+    import yaml
+    with open(os.path.join(FIXTURES, "..", "..", "..", "roles", "nccl_tests", "files", "expected_busbw.yml")) as h:
+        return yaml.safe_load(h)
+
+
+def test_require_transport_turns_on_nccl_info_for_every_rank():
+    p = plan(launcher="mpirun", hosts=["a", "b"], environment={"NCCL_DEBUG": "WARN"},
+             require_transport={"network": "ib", "gdr": True})
+    assert "NCCL_DEBUG=INFO" in p.argv and not [a for a in p.argv if a.startswith("NCCL_DEBUG_SUBSYS")]
+    assert "NCCL_DEBUG=WARN" not in p.argv
+    assert p.warnings == ["NCCL_DEBUG=WARN was raised to INFO to prove the transport"]
+    single = plan(require_transport={"nvls": True})
+    assert single.env["NCCL_DEBUG"] == "INFO"
+    # Without a requirement the environment is the user's.
+    assert "NCCL_DEBUG=WARN" in plan(launcher="mpirun", hosts=["a"], environment={"NCCL_DEBUG": "WARN"}).argv
+
+
+@pytest.mark.parametrize("over, message", [
+    ({"require_transport": {"network": "ib"}, "environment": {"NCCL_DEBUG_FILE": "/tmp/n.%p"}},
+     "remove NCCL_DEBUG_FILE"),
+    ({"require_transport": {"gdr": "yes"}}, "require_transport.gdr must be true or false"),
+    ({"expectations": {"models": [], "expectations": [{"id": "x"}]}}, "expectations[0] needs model"),
+])
+def test_bad_requirement_or_catalog_is_refused_before_anything_runs(over, message):
+    probe = Probe()
+    with pytest.raises(J.NcclJobError) as err:
+        plan(probe, **over)
+    assert message in str(err.value)
+    assert probe.calls == []
+
+
+def test_socket_fallback_fails_a_run_whose_numbers_look_fine():
+    p = plan(launcher="srun", np=8, require_transport={"network": "ib", "all_ranks": False})
+    j = job(fixture("cscs_gh200_all_reduce_srun_2.17.1.txt") + info_fixture("issue166_socket_channels.txt"))
+    f = J.result_fields(J.read_report(j, p, "/x"), j, p, host="login1", min_busbw=100, p=params(
+        launcher="srun", np=8, require_transport={"network": "ib", "all_ranks": False}))
+    assert f["largest_size_busbw"] == 122.57 and len(f["rows"]) == 25    # the table is read as before
+    assert f["gates"]["passed"] is False
+    assert f["failure"] == ("nccl-tests all_reduce: transport: rank 8 (ubuntu pid 9621 dev 0) used NET/Socket on 14 "
+                            "channel(s) - a silent fallback to TCP sockets; required network ib")
+    assert f["transport"]["passed"] is False and f["transport"]["ranks"][0]["transports"] == {"NET/Socket": 14}
+
+
+def test_ib_with_gdr_passes_and_is_reported():
+    req = {"network": "ib", "gdr": True, "all_ranks": False}
+    p = plan(launcher="srun", np=8, require_transport=req)
+    j = job(fixture("cscs_gh200_all_reduce_srun_2.17.1.txt"), stderr=info_fixture("aks_ib_gdrdma_2nodes.txt"))
+    f = J.result_fields(J.read_report(j, p, "/x"), j, p, host="login1", p=params(
+        launcher="srun", np=8, require_transport=req))
+    assert f["failure"] is None and f["transport"]["passed"] is True
+    assert f["transport"]["summary"] == "IB on 4 rank(s); channels via NET/IB; GDR on; NVLS not reported"
+
+
+def test_without_a_requirement_the_facts_are_reported_and_nothing_fails():
+    p = plan(launcher="mpirun", hosts=["a"])
+    j = job(fixture("eks_t4_all_reduce_tag_output_info.txt"))
+    f = J.result_fields(J.read_report(j, p, "/x"), j, p, host="h", p=params(launcher="mpirun", hosts=["a"]))
+    assert f["failure"] is None and f["transport"]["required"] is None and f["transport"]["passed"] is None
+    assert f["transport"]["networks"] == ["AWS Libfabric"]
+    quiet = job(fixture("cscs_gh200_all_reduce_srun_2.17.1.txt"))
+    assert J.result_fields(J.read_report(quiet, p, "/x"), quiet, p, host="h", p=params())["transport"] is None
+
+
+def test_expectation_verdict_on_a_real_two_node_h100_run():
+    over = dict(launcher="mpirun", hosts=[{"name": "ztan-mig-235z", "slots": 8}, {"name": "ztan-mig-gq73", "slots": 8}],
+                expectations=catalog_doc(), network="gcp-a3-mega-tcpxo")
+    p = plan(**over)
+    j = job(fixture("gcp_a3mega_h100_all_reduce_2nodes_8G.txt"))
+    f = J.result_fields(J.read_report(j, p, "/x"), j, p, host="ztan-mig-235z", gpus=16, p=params(**over))
+    e = f["expectation"]
+    assert f["failure"] is None and e["status"] == "pass" and e["expected_busbw"] == 338.82
+    assert e["text"].startswith("ztan-mig-235z+ztan-mig-gq73: all_reduce busbw 339 GB/s at 8 GiB, at the H100 SXM "
+                                "multi-node expectation of 339 GB/s, within the 10 % tolerance (source: a published")
+
+
+def test_expectation_below_tolerance_fails_the_run_unless_the_gate_is_off():
+    # The same real run judged against a cluster's own (stricter) figure.
+    override = {"expectations": [{"id": "h100_sxm-multi-gcp-a3-mega-all_reduce", "model": "h100_sxm",
+                                  "scope": "multi_node", "network": "gcp-a3-mega-tcpxo", "gpus": 8,
+                                  "test": "all_reduce", "min_size": "8G", "busbw": 400, "tolerance_pct": 5,
+                                  "source": {"title": "site acceptance baseline"}}]}
+    over = dict(launcher="mpirun", hosts=["ztan-mig-235z", "ztan-mig-gq73"], expectations=catalog_doc(),
+                expectations_overrides=override, network="gcp-a3-mega-tcpxo")
+    p = plan(**over)
+    j = job(fixture("gcp_a3mega_h100_all_reduce_2nodes_8G.txt"))
+    f = J.result_fields(J.read_report(j, p, "/x"), j, p, host="ztan-mig-235z", p=params(**over))
+    assert f["expectation"]["status"] == "below"
+    assert f["failure"] == (
+        "nccl-tests all_reduce: ztan-mig-235z+ztan-mig-gq73: all_reduce busbw 339 GB/s at 8 GiB, 15 % below the "
+        "H100 SXM multi-node expectation of 400 GB/s, more than the 5 % tolerance (source: site acceptance baseline)")
+    f = J.result_fields(J.read_report(j, p, "/x"), j, p, host="ztan-mig-235z",
+                        p=params(expectation_gate=False, **over))
+    assert f["failure"] is None and f["expectation"]["status"] == "below"
+
+
+def test_multi_node_expectations_without_network_warn_and_compare_nothing():
+    over = dict(launcher="mpirun", hosts=["a", "b"], expectations=catalog_doc())
+    p = plan(**over)
+    assert any("network (for example 8x400G) is not" in w for w in p.warnings)
+    j = job(fixture("gcp_a3mega_h100_all_reduce_2nodes_8G.txt"))
+    f = J.result_fields(J.read_report(j, p, "/x"), j, p, host="a", p=params(**over))
+    assert f["expectation"]["status"] == "not_compared" and "no network was given" in f["expectation"]["text"]

@@ -53,3 +53,22 @@ def test_filter_reads_hostvars_and_hosts_without_results():
     hostvars = {"te1": {"nvmeof_target_result": load("lab_captured", "te1")["nvmeof_target_result"]}, "te3": {}}
     lines = result_summary(["te1", "te3"], hostvars)
     assert lines[0].startswith("te1: NVMe-oF target: rdma ") and lines[-1] == "te3: no results"
+
+
+def test_nccl_verdict_and_transport_in_plain_words():
+    """A run's catalog verdict and transport proof, as the nccl_test module returns them, are summary lines."""
+    import copy
+    gpu = copy.deepcopy(load("role_captured", "gpu1"))
+    run = gpu["nccl_tests_result"]["single_node"][0]
+    run["expectation"] = {"status": "below", "text": "gpu1: all_reduce busbw 312 GB/s at 8 GiB, 35 % below the H100 "
+                          "SXM single-node expectation of 479 GB/s, more than the 10 % tolerance (source: S)"}
+    run["transport"] = {"summary": "Socket on 1 rank(s); channels via NET/Socket; GDR OFF; NVLS not reported",
+                        "passed": False}
+    lines = summary_lines({"gpu1": gpu})
+    assert ("gpu1: all_reduce busbw 312 GB/s at 8 GiB, 35 % below the H100 SXM single-node expectation of 479 GB/s, "
+            "more than the 10 % tolerance (source: S)") in lines
+    assert ("gpu1: NCCL %s transport: Socket on 1 rank(s); channels via NET/Socket; GDR OFF; NVLS not reported, "
+            "requirement NOT proven" % run["test"]) in lines
+    # A multi-node verdict names its hosts and keeps them.
+    run["expectation"]["text"] = "a+b: all_reduce busbw 1 GB/s at 8 GiB, not compared: x"
+    assert "gpu1: a+b: all_reduce busbw 1 GB/s at 8 GiB, not compared: x" in summary_lines({"gpu1": gpu})

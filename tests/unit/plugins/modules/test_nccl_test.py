@@ -157,3 +157,50 @@ def test_mpirun_path_detects_a_binary_built_without_mpi(tmp_path, bindir):
     argv = (tmp_path / "mpirun.argv").read_text().split()
     assert argv[:5] == ["-np", "2", "--hostfile", argv[3], "--tag-output"]
     assert "-x" in argv and "REPLAY_NCCL_FIXTURE=constructed_no_mpi_two_nodes.txt" in argv
+
+
+# --------------------------------------------------------------------------- transport proof, expectations
+
+INFO_DIR = os.path.join(TOP, "tests", "fixtures", "nccl_info")
+
+
+def info_lines(name):
+    with open(os.path.join(INFO_DIR, name)) as handle:
+        return handle.read().rstrip("\n")
+
+
+def test_socket_fallback_fails_the_task_and_info_was_turned_on(tmp_path, bindir):
+    record = tmp_path / "record.json"
+    r = run_module(tmp_path, test="all_reduce", binary_dir=str(bindir), ngpus=8, min_busbw=100,
+                   require_transport={"network": "ib", "all_ranks": False},
+                   environment=replay("cscs_gh200_all_reduce_srun_2.17.1.txt", REPLAY_NCCL_NO_JSON="1",
+                                      REPLAY_NCCL_RECORD=str(record), NCCL_DEBUG="WARN",
+                                      REPLAY_NCCL_STDERR=info_lines("issue166_socket_channels.txt")))
+    assert json.loads(record.read_text())["env"]["NCCL_DEBUG"] == "INFO"
+    assert r["failed"] is True and r["passed"] is False
+    assert "a silent fallback to TCP sockets; required network ib" in r["msg"]
+    # The busbw gate alone would have passed: the numbers are the recorded good ones.
+    assert r["largest_size_busbw"] == 122.57 and r["transport"]["networks"] == []
+    assert r["transport"]["transports"] == ["NET/Socket"]
+
+
+def test_ib_gdr_requirement_proven_passes(tmp_path, bindir):
+    r = run_module(tmp_path, test="all_reduce", binary_dir=str(bindir), ngpus=8,
+                   require_transport={"network": "ib", "gdr": True, "all_ranks": False},
+                   environment=replay("cscs_gh200_all_reduce_srun_2.17.1.txt", REPLAY_NCCL_NO_JSON="1",
+                                      REPLAY_NCCL_STDERR=info_lines("aks_ib_gdrdma_2nodes.txt")))
+    assert not r.get("failed"), r.get("msg")
+    assert r["transport"]["passed"] is True and r["transport"]["gdr"] is True
+
+
+def test_expectations_catalog_reaches_the_module(tmp_path, bindir):
+    import yaml
+    with open(os.path.join(TOP, "roles", "nccl_tests", "files", "expected_busbw.yml")) as handle:
+        doc = yaml.safe_load(handle)
+    r = run_module(tmp_path, test="all_reduce", binary_dir=str(bindir), ngpus=8, expectations=doc,
+                   environment=replay("cscs_gh200_all_reduce_srun_2.17.1.txt", REPLAY_NCCL_NO_JSON="1"))
+    assert not r.get("failed"), r.get("msg")
+    # GH200's name contains "H200"; the catalog's GH200 rule comes first, and it has no figure: said, not guessed.
+    assert r["expectation"]["status"] == "not_compared" and r["expectation"]["model"] == "GH200"
+    assert r["expectation"]["text"].endswith("not compared with an expectation: the catalog has no single-node "
+                                             "all_reduce expectation for GH200 with 4 GPUs per node")

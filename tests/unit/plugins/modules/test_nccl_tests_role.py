@@ -244,3 +244,28 @@ def test_multi_node_runs_use_their_own_bounds(lab):
                                   nccl_tests_single_node=False, nccl_tests_mpirun_path=str(fake),
                                   nccl_tests_min_busbw_multi_node={"alltoall": 40}))
     assert rc != 0 and "is below min_busbw = 40.0 GB/s" in out
+
+
+def test_catalog_verdict_and_transport_requirement_reach_the_result(lab):
+    """The role loads files/expected_busbw.yml, lays the overrides over it and passes both, with the
+    transport requirement, to every run; the verdict and the proof come back in nccl_tests_result."""
+    record = lab / "record.json"
+    extra = role_vars(lab, nccl_tests_tests=["all_reduce"], nccl_tests_fail_on_gates=False,
+                      nccl_tests_require_transport_single_node={"nvls": True},
+                      nccl_tests_expectations_overrides={
+                          "models": [{"id": "gtx1080", "label": "GTX 1080", "match": ["GTX 1080"]}],
+                          "expectations": [{"id": "gtx1080-2", "model": "gtx1080", "scope": "single_node", "gpus": 2,
+                                            "test": "all_reduce", "min_size": "128M", "busbw": 0.9,
+                                            "tolerance_pct": 10, "source": {"title": "a test figure"}}]})
+    extra["nccl_tests_environment"] = dict(extra["nccl_tests_environment"], REPLAY_NCCL_RECORD=str(record))
+    rc, out = play(lab, extra)
+    assert rc == 0, out
+    assert json.loads(record.read_text())["env"]["NCCL_DEBUG"] == "INFO"
+    result = json.loads((lab / "result.json").read_text())
+    first = result["single_node"][0]
+    assert first["expectation"]["status"] == "pass" and first["expectation"]["expected_busbw"] == 0.9
+    assert "all_reduce busbw 0.87 GB/s at 128 MiB, 3 % below the GTX 1080 single-node expectation of 0.90 GB/s, " \
+           "within the 10 % tolerance (source: a test figure)" in first["expectation"]["text"]
+    # The replayed output has no NCCL INFO lines, so the NVLS requirement is not proven: the run fails.
+    assert first["passed"] is False and "NCCL printed no INFO lines" in first["failure"]
+    assert first["transport"]["passed"] is False
