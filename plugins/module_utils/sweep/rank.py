@@ -1,0 +1,221 @@
+# -*- coding: utf-8 -*-
+# Copyright: aiinfra.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""From per-pair measurements to ranked suspects, with the evidence (pure).
+
+``rank(measurements, tolerance=0.2, expectations=None, references=()) -> dict``
+
+A measurement is ``{'test', 'nodes': [a, b], 'value', 'better', 'unit', 'size', 'error'}``:
+``better`` is ``higher`` (bandwidth) or ``lower`` (latency); ``value`` is None when the
+job failed (``error`` says why) - a failed pair is a low pair.
+
+How a node becomes a suspect, per test:
+
+* Each node's *best* pair is what it can do with a healthy partner. The group's
+  baseline is the median of the nodes' best values, which stays on the healthy value
+  while fewer than half the nodes are bad (the median of all pairs would not: with 3
+  nodes, 2 of the 3 pairs touch a bad node).
+* A pair is low when it is worse than the baseline by more than ``tolerance`` (a
+  fraction), or worse than the expectation for the test by more than the tolerance,
+  or failed.
+* A node whose every pair is low is a node suspect: it is the common factor. A low
+  pair whose two nodes are not suspects is a link suspect (that path, not a node).
+  Known-good ``references`` are never node suspects; a low pair with a reference
+  points at the other node.
+* Severity is how far the node's best pair (or the link's pair) is below the
+  baseline or the expectation, whichever is further: 0.5 means half as good.
+
+The result ranks suspects (worst first) across tests, each with its evidence as data
+and as sentences.
+"""
+
+from __future__ import annotations
+
+HIGHER = "higher"
+LOWER = "lower"
+
+
+class RankError(ValueError):
+    """Bad measurements or settings."""
+
+
+def median(values):
+    values = sorted(values)
+    if not values:
+        return None
+    mid = len(values) // 2
+    if len(values) % 2:
+        return values[mid]
+    return (values[mid - 1] + values[mid]) / 2.0
+
+
+def goodness(value, base, better):
+    """``value`` relative to ``base``, as 'how good' (1 = as good, 0.5 = half as good)."""
+    if value is None:
+        return 0.0
+    if base is None or base <= 0:
+        return None
+    if better == HIGHER:
+        return value / float(base)
+    if value <= 0:
+        return None
+    return float(base) / value
+
+
+def _best(values, better):
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    return max(values) if better == HIGHER else min(values)
+
+
+def _fmt(value):
+    if value is None:
+        return "n/a"
+    if abs(value) >= 100:
+        return "%.0f" % value
+    if abs(value) >= 10:
+        return "%.1f" % value
+    return "%.2f" % value
+
+
+def _size_words(size):
+    if size is None:
+        return ""
+    size = int(size)
+    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= factor and size % factor == 0:
+            return " at %d %s" % (size // factor, unit)
+    return " at %d B" % size
+
+
+def _check(measurements):
+    for index, m in enumerate(measurements):
+        nodes = m.get("nodes") or []
+        if len(nodes) != 2 or nodes[0] == nodes[1]:
+            raise RankError("measurements[%d].nodes must be two different nodes, got %r" % (index, nodes))
+        if m.get("better") not in (HIGHER, LOWER):
+            raise RankError("measurements[%d].better must be higher or lower, got %r" % (index, m.get("better")))
+        value = m.get("value")
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise RankError("measurements[%d].value must be a number or null, got %r" % (index, value))
+
+
+def _pair_sentence(p):
+    a, b = p["nodes"]
+    if p["value"] is None:
+        return "%s-%s %s: no result (%s)" % (a, b, p["test"], p.get("error") or "the job failed")
+    text = "%s-%s %s %s %s%s" % (a, b, p["test"], _fmt(p["value"]), p["unit"], _size_words(p.get("size")))
+    parts = []
+    if p["vs_median"] is not None:
+        parts.append("%.0f %% of the group median %s" % (100 * p["vs_median"], _fmt(p["median"])))
+    if p["vs_expected"] is not None:
+        parts.append("%.0f %% of the expected %s" % (100 * p["vs_expected"], _fmt(p["expected"])))
+    if parts:
+        text += " (" + ", ".join(parts) + ")"
+    return text
+
+
+def _rank_test(test, items, tolerance, expected, references):
+    better = items[0]["better"]
+    unit = items[0].get("unit") or ""
+    size = items[0].get("size")
+    nodes = sorted(set(n for m in items for n in m["nodes"]))
+    tested = [n for n in nodes if n not in references]
+    per_node = dict((n, [m for m in items if n in m["nodes"]]) for n in nodes)
+    best = dict((n, _best([m["value"] for m in per_node[n]], better)) for n in tested)
+    baseline = median([v for v in best.values() if v is not None])
+    floor = 1.0 - tolerance
+
+    pairs = []
+    for m in items:
+        vs_median = goodness(m["value"], baseline, better) if baseline is not None else None
+        vs_expected = goodness(m["value"], expected, better) if expected is not None else None
+        reasons = []
+        if m["value"] is None:
+            reasons.append("failed")
+        else:
+            if vs_median is not None and vs_median < floor:
+                reasons.append("below the group median")
+            if vs_expected is not None and vs_expected < floor:
+                reasons.append("below the expectation")
+        pair = {"test": test, "nodes": list(m["nodes"]), "value": m["value"], "unit": unit, "size": size,
+                "better": better, "median": baseline, "expected": expected,
+                "vs_median": None if vs_median is None else round(vs_median, 4),
+                "vs_expected": None if vs_expected is None else round(vs_expected, 4),
+                "low": bool(reasons), "why": reasons, "error": m.get("error")}
+        pair["text"] = _pair_sentence(pair)
+        pairs.append(pair)
+
+    def severity(value):
+        worst = [g for g in (goodness(value, baseline, better), goodness(value, expected, better)) if g is not None]
+        return round(max(0.0, 1.0 - min(worst)), 4) if worst else 0.0
+
+    node_suspects = []
+    for n in tested:
+        mine = [p for p in pairs if n in p["nodes"]]
+        if mine and all(p["low"] for p in mine):
+            node_suspects.append({
+                "node": n, "kind": "node", "test": test, "severity": severity(best[n]),
+                "best": best[n], "unit": unit, "size": size, "median": baseline, "expected": expected,
+                "pairs_low": len(mine), "pairs": len(mine),
+                "evidence": [p["text"] for p in mine],
+            })
+    suspect_names = set(s["node"] for s in node_suspects)
+    links = []
+    for p in pairs:
+        if p["low"] and not suspect_names & set(p["nodes"]) and not set(p["nodes"]) <= set(references):
+            links.append({"nodes": list(p["nodes"]), "kind": "link", "test": test, "severity": severity(p["value"]),
+                          "value": p["value"], "unit": unit, "size": size, "evidence": [p["text"]]})
+    return {"test": test, "better": better, "unit": unit, "size": size, "median": baseline, "expected": expected,
+            "tolerance": tolerance, "pairs": pairs, "node_suspects": node_suspects, "link_suspects": links}
+
+
+def rank(measurements, tolerance=0.2, expectations=None, references=()):
+    """Rank node and link suspects over every test in ``measurements`` (see the module doc)."""
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0 <= tolerance < 1:
+        raise RankError("tolerance must be a fraction in [0, 1), got %r" % (tolerance,))
+    expectations = expectations or {}
+    measurements = list(measurements or [])
+    _check(measurements)
+    references = set(references or ())
+    order = []
+    by_test = {}
+    for m in measurements:
+        if m["test"] not in by_test:
+            order.append(m["test"])
+            by_test[m["test"]] = []
+        by_test[m["test"]].append(m)
+    tests = [_rank_test(t, by_test[t], tolerance, expectations.get(t), references) for t in order]
+
+    merged = {}
+    for t in tests:
+        for s in t["node_suspects"]:
+            entry = merged.setdefault(s["node"], {"node": s["node"], "kind": "node", "severity": 0.0,
+                                                  "tests": [], "evidence": []})
+            entry["severity"] = max(entry["severity"], s["severity"])
+            entry["tests"].append(s["test"])
+            entry["evidence"].extend(s["evidence"])
+    suspects = sorted(merged.values(), key=lambda s: (-s["severity"], s["node"]))
+    links = {}
+    for t in tests:
+        for link in t["link_suspects"]:
+            key = tuple(sorted(link["nodes"]))
+            entry = links.setdefault(key, {"nodes": list(key), "kind": "link", "severity": 0.0, "tests": [],
+                                           "evidence": []})
+            entry["severity"] = max(entry["severity"], link["severity"])
+            entry["tests"].append(link["test"])
+            entry["evidence"].extend(link["evidence"])
+    link_list = sorted(links.values(), key=lambda s: (-s["severity"], s["nodes"]))
+    for position, s in enumerate(suspects + link_list, 1):
+        s["rank"] = position
+    all_nodes = set(n for m in measurements for n in m["nodes"]) - references
+    return {
+        "tests": tests,
+        "suspects": suspects,
+        "link_suspects": link_list,
+        # More than half the nodes low: the fault is not one node (a switch, the whole
+        # fabric, or a wrong expectation); an exclude list would empty the cluster.
+        "group_wide": bool(all_nodes) and len(suspects) * 2 > len(all_nodes),
+    }

@@ -1,0 +1,439 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: aiinfra.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: fabric_sweep
+short_description: Find the slow node or link - pairwise and bisection sweeps with MPI or nccl-tests
+version_added: "0.2.0"
+description:
+  - Runs a benchmark between pairs or groups of O(nodes) from the host the task runs on (the
+    launching host) and ranks the suspects, with the evidence - each pair's number against the
+    group's median and against the expectation - and an exclude list in Slurm's hostlist syntax.
+  - O(mode=pairwise) pairs every node with every other node in rounds of disjoint pairs (a
+    round-robin tournament; an odd count gives one node a bye each round). All pairs of a round
+    run at the same time, so a round takes one test's time; N nodes take N-1 rounds (N when odd).
+  - O(mode=reference) pairs every node with a known-good node of O(references), as many pairs
+    per round as there are references.
+  - O(mode=bisect) runs O(group_test) on the whole group; when the result misses its C(expect),
+    the group is halved (both halves in one round) until the low node is found, testing a
+    single node with a known-good partner. O(bisect_when_low=true) does the same after a
+    pairwise or reference sweep (one whole-group test when the group is fine).
+  - Jobs are launched with the collection's MPI launcher code (the same as
+    M(aiinfra.fabric.mpi_run)) - C(mpirun) with a private hostfile per job, or C(srun) with a
+    node list - and stopped on every host after O(timeout).
+  - The module measures and changes nothing on the nodes (C(changed=false)). It never drains
+    a node; RV(drain_command) is the command for whoever decides to.
+author:
+  - aiinfra.fabric developers (@aiinfra)
+extends_documentation_fragment:
+  - aiinfra.fabric.attributes
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+    details: In check mode nothing runs; the module validates the input and returns the rounds and the first commands.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+  idempotent:
+    description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
+    support: full
+    details: It measures; nothing changes on the nodes.
+options:
+  nodes:
+    description:
+      - The nodes to sweep, each a name or C({name, address}). C(name) is what the results and the
+        exclude list call the node (its Slurm/inventory name); C(address) is what mpirun uses
+        (a fabric host name or address; default the name). srun gets the names.
+    type: list
+    elements: raw
+    required: true
+  references:
+    description:
+      - Known-good nodes (same form as O(nodes)), not tested themselves. Required for
+        O(mode=reference); in a bisection they partner single nodes.
+    type: list
+    elements: raw
+    default: []
+  mode:
+    description: C(pairwise), C(reference) or C(bisect) (see the description).
+    type: str
+    choices: [pairwise, reference, bisect]
+    default: pairwise
+  tests:
+    description:
+      - The per-pair tests of the pairwise and reference sweeps. Each is a dict with C(name),
+        C(program), C(args), C(parse) (C(osu) - OSU Micro-Benchmarks tables, also the mpi_bench
+        role's fabric_mpi_bench - or C(nccl) - nccl-tests), C(table) (OSU table kind - C(latency),
+        C(bandwidth), C(bibandwidth), C(collective)), C(metric) (C(latency_us), C(bandwidth_mbs);
+        nccl C(busbw), C(algbw)), C(size) (bytes; default the smallest size for latencies, the
+        largest for bandwidths), C(better) (C(higher) or C(lower), from the metric), C(expect)
+        (the value a healthy pair reaches, optional) and, for nccl-tests, C(nccl) (options as the
+        nccl_test module takes them - C(minbytes), C(maxbytes), C(ngpus), C(iters) ...).
+      - Tests with the same program and arguments run as one job.
+    type: list
+    elements: dict
+    default: []
+  group_test:
+    description:
+      - The whole-group test of a bisection, in the form of one O(tests) entry; its C(expect) is
+        required (a group is low when it misses C(expect) by more than O(tolerance)).
+    type: dict
+  bisect_when_low:
+    description: After a pairwise or reference sweep, also test the whole group with O(group_test) and bisect it when low.
+    type: bool
+    default: false
+  tolerance:
+    description: How far below the group median or the expectation (a fraction) a pair may be before it is low.
+    type: float
+    default: 0.2
+  slots_per_node:
+    description: Ranks per node in each job (1 for MPI point-to-point; the GPU count for nccl-tests with one process per GPU).
+    type: int
+    default: 1
+  parallel:
+    description: Run the pairs of a round at the same time (false - one after the other, for a shared test bed).
+    type: bool
+    default: true
+  launcher:
+    description: C(mpirun) or C(srun).
+    type: str
+    choices: [mpirun, srun]
+    default: mpirun
+  mpirun:
+    description: The mpirun command or path.
+    type: str
+    default: mpirun
+  srun:
+    description: The srun command or path.
+    type: str
+    default: srun
+  srun_mpi:
+    description: srun C(--mpi) plugin (e.g. C(pmix)).
+    type: str
+  implementation:
+    description: Which MPI O(mpirun) is; C(auto) asks C(mpirun --version).
+    type: str
+    choices: [auto, openmpi, mpich, intelmpi]
+    default: auto
+  mca:
+    description:
+      - Open MPI MCA parameters for every job (as in M(aiinfra.fabric.mpi_run)).
+      - With O(launcher=srun) they reach the ranks as C(OMPI_MCA_<name>) variables in srun's environment
+        (which srun passes on), as does O(env).
+    type: dict
+    default: {}
+  env:
+    description: Environment variables for the ranks (as in M(aiinfra.fabric.mpi_run)).
+    type: dict
+    default: {}
+  allow_run_as_root:
+    description: Pass C(--allow-run-as-root) to Open MPI's mpirun.
+    type: bool
+    default: false
+  extra_args:
+    description: Further launcher arguments for every job.
+    type: list
+    elements: str
+    default: []
+  chdir:
+    description: Working directory of the jobs.
+    type: path
+  timeout:
+    description: Seconds after which one job is stopped on every host (its pair then counts as failed, which is low).
+    type: int
+    default: 300
+  drain_reason:
+    description: The reason RV(drain_command) gives Slurm.
+    type: str
+    default: fabric_sweep found this node slow
+notes:
+  - The launching host needs what mpirun needs to reach the nodes (the M(aiinfra.fabric.mpi_bench) role
+    sets up SSH from its first node) and the programs at the same path on every node.
+  - With 2 nodes and no expectation a pairwise sweep cannot name a node; with 3 nodes or more the common
+    factor of the low pairs is the suspect.
+seealso:
+  - module: aiinfra.fabric.mpi_run
+  - name: Slurm hostlist expressions
+    description: The syntax of RV(exclude) (sbatch/srun C(--exclude), C(scontrol update NodeName=)).
+    link: https://slurm.schedmd.com/sbatch.html#OPT_exclude
+"""
+
+EXAMPLES = r"""
+- name: Sweep every pair of MPI nodes with the OSU latency and bandwidth tests
+  aiinfra.fabric.fabric_sweep:
+    nodes: [{name: node01, address: node01-ib}, {name: node02, address: node02-ib}, {name: node03, address: node03-ib}]
+    tests:
+      - {name: latency, program: /opt/osu/libexec/osu-micro-benchmarks/mpi/pt2pt/osu_latency,
+         args: [-m, "8:8"], table: latency}
+      - {name: bandwidth, program: /opt/osu/libexec/osu-micro-benchmarks/mpi/pt2pt/osu_bw,
+         args: [-m, "1048576:1048576"], table: bandwidth, expect: 10000}
+    mca: {btl: "tcp,self", btl_tcp_if_include: 10.99.0.0/24}
+  register: sweep
+
+- name: Find the slow GPU node by halving the group (nccl-tests all_reduce_perf, 8 GPUs a node)
+  aiinfra.fabric.fabric_sweep:
+    mode: bisect
+    nodes: "{{ groups['gpu_nodes'] }}"
+    slots_per_node: 8
+    group_test:
+      name: all_reduce
+      program: /opt/nccl-tests/build/all_reduce_perf
+      parse: nccl
+      nccl: {minbytes: 1G, maxbytes: 1G, ngpus: 1}
+      expect: 360
+    launcher: srun
+    srun_mpi: pmix
+"""
+
+RETURN = r"""
+mode:
+  description: The mode that ran.
+  returned: always
+  type: str
+rounds:
+  description: The planned rounds of the pairwise/reference sweep, each a list of pairs (node names), and the byes.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{round: 1, pairs: [[te2, te3]], byes: [te1]}]
+commands:
+  description: The launcher command of each job of the first round (check mode shows what would run).
+  returned: always
+  type: list
+  elements: str
+pairs:
+  description:
+    - Every pair's measurement per test - C(test), C(nodes), C(value), C(unit), C(size), C(median) (the group's
+      baseline, the median of each node's best pair), C(expected), C(vs_median), C(vs_expected) (fractions),
+      C(low), C(why), C(text) (one readable line).
+  returned: when a pairwise or reference sweep ran
+  type: list
+  elements: dict
+jobs:
+  description: Every job that ran, per round and pair - command, rc, duration, error.
+  returned: when a sweep ran
+  type: list
+  elements: dict
+suspects:
+  description: Node suspects, worst first - C(node), C(rank), C(severity) (0.5 - half as good), C(tests), C(evidence).
+  returned: always
+  type: list
+  elements: dict
+link_suspects:
+  description: Low pairs of nodes that are not suspects themselves - the path between them.
+  returned: always
+  type: list
+  elements: dict
+bisection:
+  description: The bisection's tests, C(suspects), C(unresolved), C(inconclusive) groups and rounds.
+  returned: when a bisection ran
+  type: dict
+suspect_nodes:
+  description: The names of every suspect node, from the ranking and from the bisection.
+  returned: when a sweep ran
+  type: list
+  elements: str
+exclude:
+  description: The suspect nodes (RV(suspect_nodes)) as a Slurm hostlist (empty when none).
+  returned: always
+  type: str
+  sample: te[3,7]
+exclude_option:
+  description: The same as an sbatch/srun option.
+  returned: always
+  type: str
+  sample: --exclude=te[3,7]
+drain_command:
+  description: The C(scontrol) command that would drain the suspects (not run by this module).
+  returned: always
+  type: list
+  elements: str
+group_wide:
+  description: More than half the nodes are suspects - the fault is not one node.
+  returned: always
+  type: bool
+lines:
+  description: The verdict in readable lines (each pair, then the suspects, the bisection steps).
+  returned: always
+  type: list
+  elements: str
+"""
+
+import os
+import socket
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher as L
+from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import execute as X
+from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import measure as M
+from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import plan as P
+from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import rank as R
+from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import report as V
+from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep.hostlist import HostlistError
+
+
+def _resolves(name):
+    try:
+        socket.getaddrinfo(name, None)
+        return True
+    except (socket.gaierror, UnicodeError):
+        return False
+
+
+def argument_spec():
+    return dict(
+        nodes=dict(type="list", elements="raw", required=True),
+        references=dict(type="list", elements="raw", default=[]),
+        mode=dict(type="str", choices=["pairwise", "reference", "bisect"], default="pairwise"),
+        tests=dict(type="list", elements="dict", default=[]),
+        group_test=dict(type="dict"),
+        bisect_when_low=dict(type="bool", default=False),
+        tolerance=dict(type="float", default=0.2),
+        slots_per_node=dict(type="int", default=1),
+        parallel=dict(type="bool", default=True),
+        launcher=dict(type="str", choices=["mpirun", "srun"], default="mpirun"),
+        mpirun=dict(type="str", default="mpirun"),
+        srun=dict(type="str", default="srun"),
+        srun_mpi=dict(type="str"),
+        implementation=dict(type="str", choices=["auto", "openmpi", "mpich", "intelmpi"], default="auto"),
+        mca=dict(type="dict", default={}),
+        env=dict(type="dict", default={}),
+        allow_run_as_root=dict(type="bool", default=False),
+        extra_args=dict(type="list", elements="str", default=[]),
+        chdir=dict(type="path"),
+        timeout=dict(type="int", default=300),
+        drain_reason=dict(type="str", default="fabric_sweep found this node slow"),
+    )
+
+
+def _validate(p):
+    """Everything that can be checked before a job runs; raises ValueError with the reason."""
+    nodes = P.normalize_nodes(p["nodes"], "nodes")
+    references = P.normalize_nodes(p["references"], "references")
+    overlap = sorted(set(n["name"] for n in nodes) & set(r["name"] for r in references))
+    if overlap:
+        raise P.SweepPlanError("nodes %s are listed in nodes and in references" % ", ".join(overlap))
+    if not 0 <= p["tolerance"] < 1:
+        raise P.SweepPlanError("tolerance must be a fraction in [0, 1), got %r" % p["tolerance"])
+    if p["slots_per_node"] < 1:
+        raise P.SweepPlanError("slots_per_node must be >= 1, got %r" % p["slots_per_node"])
+    if p["timeout"] < 1:
+        raise P.SweepPlanError("timeout must be >= 1 second, got %r" % p["timeout"])
+    names = [n["name"] for n in nodes]
+    tests = []
+    rounds = []
+    if p["mode"] == "pairwise":
+        tests = M.normalize_tests(p["tests"], "tests")
+        rounds = P.round_robin(names)
+    elif p["mode"] == "reference":
+        tests = M.normalize_tests(p["tests"], "tests")
+        rounds = P.reference_rounds(names, [r["name"] for r in references])
+    group_test = None
+    if p["mode"] == "bisect" or (p["bisect_when_low"] and p["group_test"]):
+        if not p["group_test"]:
+            raise P.SweepPlanError("mode=bisect needs group_test (the whole-group test and its expect)")
+        group_test = M.normalize_test(p["group_test"], 0, "group_test")
+        if group_test["expect"] is None:
+            raise P.SweepPlanError("group_test needs expect: the value a healthy group reaches (a group is low when "
+                                   "it misses it by more than the tolerance)")
+        if len(names) < 2:
+            raise P.SweepPlanError("a bisection needs at least 2 nodes, got %s" % (names,))
+    return nodes, references, tests, rounds, group_test
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    p = module.params
+    here = socket.gethostname()
+    result = dict(changed=False, mode=p["mode"], rounds=[], commands=[], pairs=[], jobs=[], suspects=[],
+                  link_suspects=[], exclude="", exclude_option="", drain_command=[], group_wide=False, lines=[],
+                  launched_from=here)
+    try:
+        nodes, references, tests, rounds, group_test = _validate(p)
+    except (P.SweepPlanError, M.MeasureError) as exc:
+        module.fail_json(msg=str(exc), **result)
+    names = [n["name"] for n in nodes]
+    # srun takes Slurm's node names; mpirun the addresses (fabric names) of the nodes.
+    address_of = dict((n["name"], n["name"] if p["launcher"] == "srun" else n["address"]) for n in nodes + references)
+    result["rounds"] = [{"round": i, "pairs": [list(pair) for pair in pairs], "byes": bye}
+                        for i, (pairs, bye) in enumerate(zip(rounds, P.byes(rounds, names)), 1)]
+
+    implementation = None
+    launcher_path = p["mpirun"] if p["launcher"] == "mpirun" else p["srun"]
+    found = module.get_bin_path(launcher_path, required=False) if "/" not in launcher_path else launcher_path
+    if not found or not os.access(found, os.X_OK):
+        module.fail_json(msg="%s %r was not found on %s" % (p["launcher"], launcher_path, here), **result)
+    if p["launcher"] == "mpirun":
+        if p["implementation"] == "auto":
+            try:
+                implementation = L.detect_implementation(
+                    lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C"}), found)["implementation"]
+            except L.LauncherError as exc:
+                module.fail_json(msg=str(exc), **result)
+        else:
+            implementation = p["implementation"]
+    base = {"launcher": p["launcher"], "mpirun": found if p["launcher"] == "mpirun" else "mpirun",
+            "srun": found if p["launcher"] == "srun" else "srun", "srun_mpi": p["srun_mpi"], "mca": p["mca"],
+            "env": p["env"], "allow_run_as_root": p["allow_run_as_root"], "extra_args": p["extra_args"],
+            "chdir": p["chdir"], "timeout": p["timeout"]}
+
+    def find_program(program):
+        if "/" not in program:
+            return module.get_bin_path(program, required=False)
+        path = program if os.path.isabs(program) else os.path.join(p["chdir"] or os.getcwd(), program)
+        return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
+
+    executor = X.Executor(base, implementation, os.cpu_count() or 1, _resolves, find_program,
+                          slots_per_node=p["slots_per_node"], timeout=p["timeout"], hostfile_dir=module.tmpdir)
+    # Plan the first jobs now: a bad program, host or launcher option fails before anything runs.
+    try:
+        if rounds:
+            first = rounds[0][0]
+            result["commands"] = [j["command"] for j in executor.plan(tests, [address_of[n] for n in first])]
+        if group_test:
+            result["commands"] += [j["command"] for j in executor.plan([group_test], [address_of[n] for n in names])]
+        for name in names + [r["name"] for r in references]:
+            if not _resolves(address_of[name]):
+                raise X.SweepRunError("%s's address %s does not resolve on %s" % (name, address_of[name], here))
+    except X.SweepRunError as exc:
+        module.fail_json(msg=str(exc), **result)
+    if module.check_mode:
+        result["lines"] = ["check mode: %d rounds planned, nothing run" % len(rounds)]
+        module.exit_json(**result)
+
+    ranking = None
+    bisection = None
+    try:
+        if rounds:
+            measurements, records = X.pairwise(rounds, address_of, tests, executor, p["parallel"])
+            result["jobs"] = records
+            ranking = R.rank(measurements, p["tolerance"], dict((t["name"], t["expect"]) for t in tests),
+                             references=[r["name"] for r in references])
+            result["pairs"] = [pair for t in ranking["tests"] for pair in t["pairs"]]
+            result["suspects"] = ranking["suspects"]
+            result["link_suspects"] = ranking["link_suspects"]
+            result["group_wide"] = ranking["group_wide"]
+        if group_test and (p["mode"] == "bisect" or p["bisect_when_low"]):
+            known_good = [r["name"] for r in references]
+            bisection = X.bisection(names, known_good, address_of, group_test, executor, p["tolerance"],
+                                    p["parallel"])
+            result["bisection"] = bisection
+        summary = V.verdict(ranking, bisection, p["drain_reason"])
+    except (X.SweepRunError, R.RankError, HostlistError) as exc:
+        module.fail_json(msg=str(exc), **result)
+    result["exclude"] = summary["exclude"]
+    result["exclude_option"] = summary["exclude_option"]
+    result["drain_command"] = summary["drain_command"]
+    result["suspect_nodes"] = summary["suspect_nodes"]
+    result["lines"] = (V.pair_lines(ranking) if ranking else []) + summary["lines"]
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""The fabric_sweep module run as Ansible runs it, with a FAKE mpirun (written into a temporary
+directory): it answers --version like Open MPI 4.1.4, records each argv and hostfile, and
+prints fabric_mpi_bench-shaped tables (synthetic numbers) - slow ones whenever the hostfile
+holds the address of the node playing the slow one. These tests prove the module's path
+(validation before anything runs, check mode, rounds run in threads, ranking, exclude list);
+molecule/fabric_sweep runs the real thing on the lab.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
+
+FAKE_MPIRUN = r'''#!%s
+import json, os, sys, uuid
+if sys.argv[1:] == ["--version"]:
+    print("mpirun (Open MPI) 4.1.4")
+    sys.exit(0)
+hosts = open(sys.argv[sys.argv.index("--hostfile") + 1]).read()
+with open(os.path.join(os.environ["FAKE_RECORDS"], uuid.uuid4().hex + ".json"), "w") as f:
+    json.dump({"argv": sys.argv[1:], "hostfile": hosts}, f)
+slow = os.environ["FAKE_SLOW"] in hosts.split()
+if "allreduce" in sys.argv:
+    print("# aiinfra.fabric MPI Allreduce Latency Test v1.0")
+    print("# Size       Avg Latency(us)   Min Latency(us)   Max Latency(us)  Iterations")
+    print("4   %%.2f  1.0  1.0  20" %% (8000.0 if slow else 400.0))
+    sys.exit(0)
+print("# aiinfra.fabric MPI Latency Test v1.0\n# Size          Latency (us)")
+print("0   %%.2f\n8   %%.2f" %% ((4100.0, 4100.0) if slow else (150.0, 151.0)))
+print("# aiinfra.fabric MPI Bandwidth Test v1.0\n# Size      Bandwidth (MB/s)")
+print("1   0.50\n65536   %%.2f" %% (4.5 if slow else 180.0))
+''' % sys.executable
+
+HOSTNAME = socket.gethostname()
+# Three names that resolve here; the third plays the slow node.
+NODES = [{"name": "te1", "address": "localhost"}, {"name": "te2", "address": HOSTNAME},
+         {"name": "te3", "address": "127.0.0.1"}]
+
+
+@pytest.fixture
+def lab(tmp_path):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "mpirun").write_text(FAKE_MPIRUN)
+    (bindir / "mpirun").chmod(0o755)
+    program = bindir / "fabric_mpi_bench"
+    program.write_text("#!/bin/sh\nexit 0\n")
+    program.chmod(0o755)
+    records = tmp_path / "records"
+    records.mkdir()
+    return {"dir": tmp_path, "mpirun": str(bindir / "mpirun"), "program": str(program), "records": records}
+
+
+def bench_tests(lab):
+    args = ["all", "-m", "65536"]
+    return [{"name": "latency", "program": lab["program"], "args": args, "table": "latency"},
+            {"name": "bandwidth", "program": lab["program"], "args": args, "table": "bandwidth"}]
+
+
+def run_module(lab, check_mode=False, slow="127.0.0.1", **args):
+    module_args = dict(args)
+    module_args.setdefault("mpirun", lab["mpirun"])
+    module_args.setdefault("nodes", NODES)
+    module_args.setdefault("tests", bench_tests(lab))
+    if check_mode:
+        module_args["_ansible_check_mode"] = True
+    path = lab["dir"] / "args.json"
+    path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": module_args}))
+    env = dict(os.environ, PYTHONPATH=os.path.join(TOP, ".cache", "collections"), TMPDIR=str(lab["dir"]),
+               FAKE_RECORDS=str(lab["records"]), FAKE_SLOW=slow)
+    proc = subprocess.run([sys.executable, "-m", "ansible_collections.aiinfra.fabric.plugins.modules.fabric_sweep",
+                           str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=120, check=False)
+    try:
+        return json.loads(proc.stdout.decode())
+    except ValueError:
+        raise AssertionError("module printed no JSON: rc=%s\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr))
+
+
+def records(lab):
+    return [json.loads(p.read_text()) for p in lab["records"].iterdir()]
+
+
+def test_pairwise_sweep_names_the_slow_node(lab):
+    r = run_module(lab, mca={"btl": "tcp,self"})
+    assert not r.get("failed"), r.get("msg")
+    assert r["changed"] is False
+    assert [x["pairs"] for x in r["rounds"]] == [[["te2", "te3"]], [["te1", "te3"]], [["te1", "te2"]]]
+    assert r["suspect_nodes"] == ["te3"] and r["exclude_option"] == "--exclude=te3"
+    assert len(records(lab)) == 3  # one job per pair: latency and bandwidth from one run
+    assert sorted(rec["hostfile"] for rec in records(lab)) == sorted([
+        "%s slots=1\n127.0.0.1 slots=1\n" % HOSTNAME, "localhost slots=1\n127.0.0.1 slots=1\n",
+        "localhost slots=1\n%s slots=1\n" % HOSTNAME])
+    assert all(rec["argv"][:2] == ["-np", "2"] and "--map-by" in rec["argv"] for rec in records(lab))
+    lines = "\n".join(r["lines"])
+    assert "LOW  te1-te3 latency 4100 us at 0 B (4 % of the group median 150)" in lines
+    assert "ok   te1-te2 bandwidth 180 MB/s at 64 KiB (100 % of the group median 180)" in lines
+    assert r["lines"][-1].startswith("suspect #1 te3 (node, 98 % worse; latency, bandwidth)")
+
+
+def test_bisection_after_the_sweep_and_expectations(lab):
+    group = {"name": "allreduce", "program": lab["program"], "args": ["allreduce", "-m", "4"], "table": "collective",
+             "expect": 1000}
+    r = run_module(lab, bisect_when_low=True, group_test=group)
+    assert not r.get("failed"), r.get("msg")
+    assert r["bisection"]["suspects"] == ["te3"]
+    assert r["bisection"]["tests"][0]["nodes"] == ["te1", "te2", "te3"]
+    assert r["suspect_nodes"] == ["te3"]
+
+
+def test_a_clean_group_has_no_suspect(lab):
+    r = run_module(lab, slow="nobody")
+    assert not r.get("failed"), r.get("msg")
+    assert r["suspects"] == [] and r["exclude"] == "" and r["drain_command"] == []
+    assert r["lines"][-1].startswith("no suspect")
+
+
+def test_check_mode_plans_and_runs_nothing(lab):
+    r = run_module(lab, check_mode=True)
+    assert not r.get("failed"), r.get("msg")
+    assert len(r["rounds"]) == 3 and r["pairs"] == [] and records(lab) == []
+    assert r["commands"][0].startswith(lab["mpirun"] + " -np 2 --hostfile '<hostfile>' --map-by node")
+
+
+@pytest.mark.parametrize("args,message", [
+    ({"nodes": ["te1"]}, "at least 2 nodes"),
+    ({"nodes": ["te1", "te1"]}, "twice"),
+    ({"mode": "reference"}, "at least one known-good"),
+    ({"tests": []}, "non-empty list of tests"),
+    ({"tests": [{"name": "x", "program": "/p", "table": "speed"}]}, "table must be one of"),
+    ({"mode": "bisect"}, "needs group_test"),
+    ({"mode": "bisect", "group_test": {"name": "g", "program": "/p", "table": "collective"}}, "needs expect"),
+    ({"tolerance": 1.5}, "tolerance"),
+    ({"nodes": [{"name": "te1", "address": "no-such-host.invalid"}, "localhost"]}, "cannot resolve"),
+    ({"tests": [{"name": "x", "program": "/nonexistent/osu_latency"}]}, "was not found"),
+])
+def test_bad_input_fails_before_anything_runs(lab, args, message):
+    r = run_module(lab, **args)
+    assert r.get("failed") and message in r["msg"], r.get("msg")
+    assert records(lab) == []
