@@ -37,8 +37,9 @@ def run(monkeypatch, tmp_path, args, release="6.12.48+deb12-amd64", native="Y", 
         raise Exit()
 
     real = multipath.MultipathSysfs
-    monkeypatch.setattr(nvme_multipath, "MultipathSysfs", lambda: real(sys_root=os.path.join(str(tmp_path), "sys"),
-                                                                      dev_root=os.path.join(str(tmp_path), "dev")))
+    sys_root = os.path.join(str(tmp_path), "sys")
+    dev_root = os.path.join(str(tmp_path), "dev")
+    monkeypatch.setattr(nvme_multipath, "MultipathSysfs", lambda: real(sys_root=sys_root, dev_root=dev_root))
     monkeypatch.setattr(nvme_multipath.os, "uname", lambda: ("Linux", "te2", release, "#1", "x86_64"))
     monkeypatch.setattr(nvme_multipath.AnsibleModule, "exit_json", exit_json)
     monkeypatch.setattr(nvme_multipath.AnsibleModule, "fail_json", fail_json)
