@@ -355,6 +355,11 @@ cancelled:
       job was then stopped on every host and the task failed. Null otherwise.
   returned: always
   type: str
+launcher:
+  description: How the job was started (mpirun, srun or sbatch), as asked.
+  returned: when the job was planned
+  type: str
+  sample: srun
 transport:
   description:
     - What the job was told to carry MPI messages over, from O(mca) and O(env) (C(OMPI_MCA_*),
@@ -552,6 +557,7 @@ def main():
         module.fail_json(msg=str(exc), **result)
 
     result.update(np=plan["np"], hosts=plan["hosts"], hostfile_content=plan["hostfile_content"])
+    result["launcher"] = p["launcher"]
     result["transport"] = mpi_job.describe_transport(p["launcher"], implementation, p["mca"], p["env"])
     shown_hostfile = "<hostfile>" if plan["hostfile_content"] else None
     result["cmd"] = mpi_job.with_hostfile(plan["argv"], shown_hostfile)
