@@ -26,6 +26,8 @@ Stable API (add, don't rename):
     Writes that content to a new private (0600) file; the caller removes it.
 ``build_mpirun_argv(mpirun, program, ...) -> [str]``
 ``build_srun_argv(srun, program, ...) -> [str]``
+``slurm_task_options(nodes, ntasks, ntasks_per_node, cpus_per_task) -> [str]``
+    srun's and sbatch's --nodes/--ntasks/--ntasks-per-node/--cpus-per-task.
 ``split_tagged_output(text, launcher) -> [{'rank', 'stream', 'line'}]``
     Undo mpirun --tag-output / -prepend-rank / srun --label framing, line by line.
 Running the job (and stopping all of it) is :mod:`runner`.
@@ -337,6 +339,17 @@ def build_srun_argv(srun, program, args=None, nodes=None, ntasks=None, ntasks_pe
     argv.append(program)
     argv += [str(a) for a in (args or [])]
     return argv
+
+
+def slurm_task_options(nodes=None, ntasks=None, ntasks_per_node=None, cpus_per_task=None):
+    """The task geometry options srun and sbatch share, for the counts given (None: left out).
+
+    ``--nodes``, ``--ntasks``, ``--ntasks-per-node``, ``--cpus-per-task``, in that order;
+    the caller has checked the counts.
+    """
+    return ["%s=%d" % (option, value) for option, value in (
+        ("--nodes", nodes), ("--ntasks", ntasks), ("--ntasks-per-node", ntasks_per_node),
+        ("--cpus-per-task", cpus_per_task)) if value is not None]
 
 
 # --------------------------------------------------------------------------- output framing
