@@ -24,6 +24,8 @@ Stable API (add, don't rename):
     Open MPI ``name slots=N`` lines, MPICH/Intel MPI ``name:N`` lines.
 ``write_hostfile(hosts, implementation, directory=None) -> path``
     Writes that content to a new private (0600) file; the caller removes it.
+``host_resolves(name) -> bool``
+    Whether a host name resolves here (the ``resolves`` of :func:`mpi.job.plan_job`).
 ``build_mpirun_argv(mpirun, program, ...) -> [str]``
 ``build_srun_argv(srun, program, ...) -> [str]``
 ``slurm_task_options(nodes, ntasks, ntasks_per_node, cpus_per_task) -> [str]``
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import tempfile
 
 OPENMPI = "openmpi"
@@ -170,6 +173,15 @@ def write_hostfile(hosts, implementation, directory=None):
         os.unlink(path)
         raise
     return path
+
+
+def host_resolves(name):
+    """Whether ``name`` resolves to an address on this (the launching) host."""
+    try:
+        socket.getaddrinfo(name, None)
+    except (socket.gaierror, UnicodeError):
+        return False
+    return True
 
 
 # --------------------------------------------------------------------------- argv
