@@ -278,14 +278,6 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import report
 from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep.hostlist import HostlistError
 
 
-def _resolves(name):
-    try:
-        socket.getaddrinfo(name, None)
-        return True
-    except (socket.gaierror, UnicodeError):
-        return False
-
-
 def argument_spec():
     return dict(
         nodes=dict(type="list", elements="raw", required=True),
@@ -389,7 +381,7 @@ def main():
         path = program if os.path.isabs(program) else os.path.join(p["chdir"] or os.getcwd(), program)
         return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
 
-    executor = X.Executor(base, implementation, os.cpu_count() or 1, _resolves, find_program,
+    executor = X.Executor(base, implementation, os.cpu_count() or 1, L.host_resolves, find_program,
                           slots_per_node=p["slots_per_node"], timeout=p["timeout"], hostfile_dir=module.tmpdir)
     # Plan the first jobs now: a bad program, host or launcher option fails before anything runs.
     try:
@@ -399,7 +391,7 @@ def main():
         if group_test:
             result["commands"] += [j["command"] for j in executor.plan([group_test], [address_of[n] for n in names])]
         for name in names + [r["name"] for r in references]:
-            if not _resolves(address_of[name]):
+            if not L.host_resolves(address_of[name]):
                 raise X.SweepRunError("%s's address %s does not resolve on %s" % (name, address_of[name], here))
     except X.SweepRunError as exc:
         module.fail_json(msg=str(exc), **result)

@@ -24,8 +24,12 @@ Stable API (add, don't rename):
     Open MPI ``name slots=N`` lines, MPICH/Intel MPI ``name:N`` lines.
 ``write_hostfile(hosts, implementation, directory=None) -> path``
     Writes that content to a new private (0600) file; the caller removes it.
+``host_resolves(name) -> bool``
+    Whether a host name resolves here (the ``resolves`` of :func:`mpi.job.plan_job`).
 ``build_mpirun_argv(mpirun, program, ...) -> [str]``
 ``build_srun_argv(srun, program, ...) -> [str]``
+``slurm_task_options(nodes, ntasks, ntasks_per_node, cpus_per_task) -> [str]``
+    srun's and sbatch's --nodes/--ntasks/--ntasks-per-node/--cpus-per-task.
 ``split_tagged_output(text, launcher) -> [{'rank', 'stream', 'line'}]``
     Undo mpirun --tag-output / -prepend-rank / srun --label framing, line by line.
 Running the job (and stopping all of it) is :mod:`runner`.
@@ -38,6 +42,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import tempfile
 
 OPENMPI = "openmpi"
@@ -168,6 +173,15 @@ def write_hostfile(hosts, implementation, directory=None):
         os.unlink(path)
         raise
     return path
+
+
+def host_resolves(name):
+    """Whether ``name`` resolves to an address on this (the launching) host."""
+    try:
+        socket.getaddrinfo(name, None)
+    except (socket.gaierror, UnicodeError):
+        return False
+    return True
 
 
 # --------------------------------------------------------------------------- argv
@@ -337,6 +351,17 @@ def build_srun_argv(srun, program, args=None, nodes=None, ntasks=None, ntasks_pe
     argv.append(program)
     argv += [str(a) for a in (args or [])]
     return argv
+
+
+def slurm_task_options(nodes=None, ntasks=None, ntasks_per_node=None, cpus_per_task=None):
+    """The task geometry options srun and sbatch share, for the counts given (None: left out).
+
+    ``--nodes``, ``--ntasks``, ``--ntasks-per-node``, ``--cpus-per-task``, in that order;
+    the caller has checked the counts.
+    """
+    return ["%s=%d" % (option, value) for option, value in (
+        ("--nodes", nodes), ("--ntasks", ntasks), ("--ntasks-per-node", ntasks_per_node),
+        ("--cpus-per-task", cpus_per_task)) if value is not None]
 
 
 # --------------------------------------------------------------------------- output framing

@@ -31,13 +31,15 @@ import shlex
 import signal
 import time
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.launcher import slurm_task_options
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.runner import STOP_SIGNALS
+
 BATCH_OUTPUT_DIR = "/tmp"
 # Job states after which nothing more will happen to the job (squeue(1) JOB STATE CODES).
 FINISHED_STATES = frozenset((
     "BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY",
     "PREEMPTED", "REVOKED", "SPECIAL_EXIT", "TIMEOUT",
 ))
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 _JOB_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _PARTITION = re.compile(r"^[A-Za-z0-9_.\-]+$")
 # "Key=value" fields of scontrol's one-line form; a value runs up to the next " Key=".
@@ -87,14 +89,7 @@ def plan_batch(sbatch, step_argv, nodes=None, ntasks=None, ntasks_per_node=None,
     argv = [sbatch, "--parsable", "--job-name=%s" % job_name, "--output=%s" % output, "--error=%s" % error]
     if partition:
         argv.append("--partition=%s" % partition)
-    if nodes is not None:
-        argv.append("--nodes=%d" % nodes)
-    if ntasks is not None:
-        argv.append("--ntasks=%d" % ntasks)
-    if ntasks_per_node is not None:
-        argv.append("--ntasks-per-node=%d" % ntasks_per_node)
-    if cpus_per_task is not None:
-        argv.append("--cpus-per-task=%d" % cpus_per_task)
+    argv += slurm_task_options(nodes, ntasks, ntasks_per_node, cpus_per_task)
     if nodelist:
         argv.append("--nodelist=%s" % ",".join(str(n) for n in nodelist))
     if overcommit:

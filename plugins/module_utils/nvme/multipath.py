@@ -20,7 +20,8 @@ from __future__ import annotations
 import os
 import re
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.sysfs import parse_address
+# The sysfs attribute readers of the nvme package (stripped text or None; int or None).
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.sysfs import _int_or_none, _read, parse_address
 
 IOPOLICIES = ("numa", "round-robin", "queue-depth")
 # "queue-depth" was added to nvme-multipath in Linux 6.11.
@@ -40,21 +41,6 @@ _WWID_LINK = re.compile(r"^nvme-(uuid|eui|nvme)\.")
 
 class MultipathError(ValueError):
     pass
-
-
-def _read(path):
-    try:
-        with open(path, "r") as handle:
-            return handle.read().strip()
-    except (IOError, OSError):
-        return None
-
-
-def _int(value):
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def _natural(name):
@@ -157,7 +143,7 @@ class MultipathSysfs(object):
             path["namespaces"][head] = {
                 "path_device": entry,
                 "ana_state": _read(os.path.join(pbase, "ana_state")),
-                "ana_grpid": _int(_read(os.path.join(pbase, "ana_grpid"))),
+                "ana_grpid": _int_or_none(_read(os.path.join(pbase, "ana_grpid"))),
                 "ios": completed_ios(_read(os.path.join(pbase, "stat"))),
             }
         return path
@@ -188,7 +174,7 @@ class MultipathSysfs(object):
 
     def read_head(self, head, paths):
         block = os.path.join(self.sys_root, "block", head)
-        sectors = _int(_read(os.path.join(block, "size")))
+        sectors = _int_or_none(_read(os.path.join(block, "size")))
         links = self.by_id_links(head)
         stable = [link for link in links if _WWID_LINK.match(os.path.basename(link))]
         return {
@@ -196,7 +182,7 @@ class MultipathSysfs(object):
             "path": "/dev/" + head,
             "by_id": (stable or links or [None])[0],
             "by_id_links": links,
-            "nsid": _int(_read(os.path.join(block, "nsid"))),
+            "nsid": _int_or_none(_read(os.path.join(block, "nsid"))),
             "wwid": _read(os.path.join(block, "wwid")),
             "uuid": _read(os.path.join(block, "uuid")),
             "size_bytes": sectors * 512 if sectors is not None else None,

@@ -247,3 +247,18 @@ def test_run_job_timeout_kills_every_process(tmp_path, launcher_ignores_term):
     while any(_alive(p) for p in pids) and time.time() < deadline:
         time.sleep(0.1)
     assert not [p for p in pids if _alive(p)], "processes of the job survived the timeout"
+
+
+def test_slurm_task_options_in_srun_order_leaving_out_none():
+    assert L.slurm_task_options() == []
+    assert L.slurm_task_options(nodes=2, ntasks_per_node=1, cpus_per_task=4) == [
+        "--nodes=2", "--ntasks-per-node=1", "--cpus-per-task=4"]
+    argv = L.build_srun_argv("srun", "/opt/a", nodes=2, ntasks=4, ntasks_per_node=2, cpus_per_task=3)
+    options = L.slurm_task_options(nodes=2, ntasks=4, ntasks_per_node=2, cpus_per_task=3)
+    assert argv[1:5] == options
+
+
+def test_host_resolves_localhost_not_an_unencodable_name():
+    assert L.host_resolves("localhost") is True
+    # A 64-character label cannot be IDNA-encoded: UnicodeError, no lookup leaves the host.
+    assert L.host_resolves("x" * 64 + ".example") is False

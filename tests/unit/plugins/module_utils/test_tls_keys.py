@@ -3,7 +3,6 @@ detection (nvme-cli help captures) and the loader with recorded commands."""
 
 import base64
 import json
-import os
 import struct
 import zlib
 
@@ -17,15 +16,10 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.psk import PskE
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.store import (
     dump_store, normalize_keys, parse_store, plan_keys, public,
 )
+from test_nvme_cli import fixture  # the nvme-cli captures under tests/fixtures/nvme_cli
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "nvme_cli")
 HOST = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-000000000001"
 SUB = "nqn.2026-12.io.aiinfra:tls1"
-
-
-def fixture(name):
-    with open(os.path.join(FIXTURES, name)) as handle:
-        return handle.read()
 
 
 def made_key(fill, hmac="01"):

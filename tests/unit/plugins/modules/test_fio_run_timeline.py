@@ -8,19 +8,13 @@ from __future__ import annotations
 import json
 import os
 
-import pytest
-from ansible.module_utils.testing import patch_module_args
-
 from ansible_collections.aiinfra.fabric.plugins.modules import fio_run
+from module_harness import fake_bin_path, run_main  # tests/unit/plugins/modules/module_harness.py
 
 T0 = 1764560000000
 FIO_JSON = json.dumps({"fio version": "fio-3.33", "jobs": [
     {"jobname": "aiinfra", "error": 0, "write": {"iops": 100.0, "bw_bytes": 409600, "io_bytes": 4096000,
                                                   "total_ios": 1000, "runtime": 10000}}]})
-
-
-class Exit(Exception):
-    pass
 
 
 def run(monkeypatch, args, log_rows=None):
@@ -34,23 +28,9 @@ def run(monkeypatch, args, log_rows=None):
                 handle.writelines("%d, %d, %d, 4096, 0, 0\n" % row for row in log_rows)
         return 0, FIO_JSON, ""
 
-    result = {}
-
-    def exit_json(self, **kw):
-        result.update(kw)
-        raise Exit()
-
-    def fail_json(self, **kw):
-        result.update(kw, failed=True)
-        raise Exit()
-
     monkeypatch.setattr(fio_run.AnsibleModule, "run_command", run_command)
-    monkeypatch.setattr(fio_run.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(fio_run.AnsibleModule, "fail_json", fail_json)
-    monkeypatch.setattr(fio_run.AnsibleModule, "get_bin_path", lambda self, name, required=False: "/usr/bin/" + name)
-    with patch_module_args(dict({"filename": "/dev/nvme1n1"}, **args)):
-        with pytest.raises(Exit):
-            fio_run.main()
+    fake_bin_path(monkeypatch, fio_run)
+    result = run_main(monkeypatch, fio_run, dict({"filename": "/dev/nvme1n1"}, **args))
     return result, calls
 
 

@@ -149,9 +149,11 @@ done
 """
 
 
-def two_nodes(lab):
-    fake = lab / "fake_mpirun"
-    fake.write_text(FAKE_MPIRUN % {"dir": lab})
+def two_nodes(lab, name="fake_mpirun", script=FAKE_MPIRUN):
+    """An inventory of two gpu_nodes on the local connection, and the FAKE launcher ``name``
+    (``script`` with %(dir)s filled in) that the role is pointed at; returns its path."""
+    fake = lab / name
+    fake.write_text(script % {"dir": lab})
     fake.chmod(0o755)
     node = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
     (lab / "hosts.yml").write_text(json.dumps({"all": {"children": {"gpu_nodes": {"hosts": {

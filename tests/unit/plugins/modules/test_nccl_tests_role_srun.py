@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 import pytest
 
-from test_nccl_tests_role import PLAYBOOK, STAND_IN, play, role_vars
+from test_nccl_tests_role import PLAYBOOK, STAND_IN, play, role_vars, two_nodes
 
 FAKE_SRUN = """#!/bin/sh
 # A FAKE srun: keeps its argv, exports --export's NAME=VALUE items as srun does for its
@@ -41,13 +40,7 @@ def lab(tmp_path):
 
 
 def test_multi_node_run_through_srun(lab):
-    fake = lab / "fake_srun"
-    fake.write_text(FAKE_SRUN % {"dir": lab})
-    fake.chmod(0o755)
-    node = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
-    (lab / "hosts.yml").write_text(json.dumps({"all": {"children": {"gpu_nodes": {"hosts": {
-        "gpu1": dict(node, gpu_count=8, fabric_address="10.99.0.1"),
-        "gpu2": dict(node, gpu_count=8, fabric_address="10.99.0.2")}}}}}))
+    fake = two_nodes(lab, "fake_srun", FAKE_SRUN)
     rc, out = play(lab, role_vars(lab, nccl_tests_tests=["alltoall"], nccl_tests_sizes=[{"minbytes": "1K", "maxbytes": "8G"}],
                                   nccl_tests_single_node=False, nccl_tests_launcher="srun",
                                   nccl_tests_srun_path=str(fake), nccl_tests_srun_args=["--overcommit"],

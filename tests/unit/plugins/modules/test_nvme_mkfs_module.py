@@ -12,9 +12,9 @@ import shutil
 import subprocess
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.aiinfra.fabric.plugins.modules import nvme_mkfs
+from module_harness import run_main  # tests/unit/plugins/modules/module_harness.py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WRITE_GPT = os.path.join(HERE, "..", "..", "..", "lab", "files", "write_gpt.py")
@@ -22,27 +22,8 @@ TOOLS = [shutil.which(t, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin") f
 pytestmark = pytest.mark.skipif(not all(TOOLS), reason="needs util-linux wipefs, blkid and e2fsprogs")
 
 
-class Exit(Exception):
-    pass
-
-
 def run(monkeypatch, args):
-    result = {}
-
-    def exit_json(self, **kw):
-        result.update(kw)
-        raise Exit()
-
-    def fail_json(self, **kw):
-        result.update(kw, failed=True)
-        raise Exit()
-
-    monkeypatch.setattr(nvme_mkfs.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(nvme_mkfs.AnsibleModule, "fail_json", fail_json)
-    with patch_module_args(args):
-        with pytest.raises(Exit):
-            nvme_mkfs.main()
-    return result
+    return run_main(monkeypatch, nvme_mkfs, args)
 
 
 def image(tmp_path, gpt=False):

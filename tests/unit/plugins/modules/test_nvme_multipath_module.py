@@ -8,45 +8,24 @@ from __future__ import annotations
 import os
 import sys
 
-import pytest
-from ansible.module_utils.testing import patch_module_args
-
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme import multipath
 from ansible_collections.aiinfra.fabric.plugins.modules import nvme_multipath
+from module_harness import run_main  # tests/unit/plugins/modules/module_harness.py
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "module_utils"))
 from nvme_multipath_fake import NQN, two_path_tree, write  # noqa: E402
-
-
-class Exit(Exception):
-    pass
 
 
 def run(monkeypatch, tmp_path, args, release="6.12.48+deb12-amd64", native="Y", second_state="live"):
     two_path_tree(tmp_path, second_state=second_state)
     if native is not None:
         write(tmp_path, "sys/module/nvme_core/parameters/multipath", native)
-    result = {}
-
-    def exit_json(self, **kw):
-        result.update(kw)
-        raise Exit()
-
-    def fail_json(self, **kw):
-        result.update(kw, failed=True)
-        raise Exit()
-
     real = multipath.MultipathSysfs
     sys_root = os.path.join(str(tmp_path), "sys")
     dev_root = os.path.join(str(tmp_path), "dev")
     monkeypatch.setattr(nvme_multipath, "MultipathSysfs", lambda: real(sys_root=sys_root, dev_root=dev_root))
     monkeypatch.setattr(nvme_multipath.os, "uname", lambda: ("Linux", "te2", release, "#1", "x86_64"))
-    monkeypatch.setattr(nvme_multipath.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(nvme_multipath.AnsibleModule, "fail_json", fail_json)
-    with patch_module_args(args):
-        with pytest.raises(Exit):
-            nvme_multipath.main()
-    return result
+    return run_main(monkeypatch, nvme_multipath, args)
 
 
 def iopolicy(tmp_path):

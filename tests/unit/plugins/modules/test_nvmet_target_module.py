@@ -13,13 +13,10 @@ import pytest
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.aiinfra.fabric.plugins.modules import nvmet_target
+from module_harness import run_main  # tests/unit/plugins/modules/module_harness.py
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "module_utils"))
 from nvmet_fake import HOST, SUB, EmulatedTree, make_key, write  # noqa: E402  (the fake lives with the module_utils tests)
-
-
-class Exit(Exception):
-    pass
 
 
 @pytest.fixture
@@ -34,24 +31,9 @@ def root(tmp_path):
 
 
 def run(monkeypatch, root, args, check=False, diff=False):
-    result = {}
-
-    def exit_json(self, **kw):
-        result.update(kw)
-        raise Exit()
-
-    def fail_json(self, **kw):
-        result.update(kw, failed=True)
-        raise Exit()
-
-    monkeypatch.setattr(nvmet_target.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(nvmet_target.AnsibleModule, "fail_json", fail_json)
     monkeypatch.setattr(nvmet_target, "make_tree", lambda params: EmulatedTree(root))
     args = dict(args, _ansible_check_mode=check, _ansible_diff=diff)
-    with patch_module_args(args):
-        with pytest.raises(Exit):
-            nvmet_target.main()
-    return result
+    return run_main(monkeypatch, nvmet_target, args)
 
 
 def tree_digest(root):

@@ -5,16 +5,10 @@ from __future__ import annotations
 
 import json
 
-import pytest
-from ansible.module_utils.testing import patch_module_args
-
 from ansible_collections.aiinfra.fabric.plugins.modules import rdma_link
+from module_harness import fake_bin_path, run_main  # tests/unit/plugins/modules/module_harness.py
 
 RXE0 = '[{"ifindex":0,"ifname":"rxe0","port":1,"state":"ACTIVE","physical_state":"LINK_UP","netdev":"eth1","netdev_index":3}]'
-
-
-class Exit(Exception):
-    pass
 
 
 def run(monkeypatch, args, replies, hardware=None):
@@ -24,24 +18,10 @@ def run(monkeypatch, args, replies, hardware=None):
         calls.append(argv)
         return replies.pop(0)
 
-    result = {}
-
-    def exit_json(self, **kw):
-        result.update(kw)
-        raise Exit()
-
-    def fail_json(self, **kw):
-        result.update(kw, failed=True)
-        raise Exit()
-
     monkeypatch.setattr(rdma_link.AnsibleModule, "run_command", run_command)
-    monkeypatch.setattr(rdma_link.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(rdma_link.AnsibleModule, "fail_json", fail_json)
-    monkeypatch.setattr(rdma_link.AnsibleModule, "get_bin_path", lambda self, name, required=False: "/usr/bin/" + name)
+    fake_bin_path(monkeypatch, rdma_link)
     monkeypatch.setattr(rdma_link, "read_devices", lambda: hardware or {})
-    with patch_module_args(args):
-        with pytest.raises(Exit):
-            rdma_link.main()
+    result = run_main(monkeypatch, rdma_link, args)
     return result, calls
 
 

@@ -1,0 +1,38 @@
+# -*- coding: utf-8 -*-
+"""The FAKE exit_json/fail_json harness of the in-process module glue tests: runs a
+module's main() with its arguments and hands back the result it would have printed."""
+
+from __future__ import annotations
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+
+class ModuleExit(Exception):
+    """Raised by the fake exit_json/fail_json in place of the real sys.exit()."""
+
+
+def run_main(monkeypatch, module, args):
+    """Run module.main() with args; return the keywords of its exit_json, or of its fail_json
+    with failed=True added. Patch anything else the module needs before calling this."""
+    result = {}
+
+    def exit_json(self, **kw):
+        result.update(kw)
+        raise ModuleExit()
+
+    def fail_json(self, **kw):
+        result.update(kw, failed=True)
+        raise ModuleExit()
+
+    monkeypatch.setattr(module.AnsibleModule, "exit_json", exit_json)
+    monkeypatch.setattr(module.AnsibleModule, "fail_json", fail_json)
+    with patch_module_args(args):
+        with pytest.raises(ModuleExit):
+            module.main()
+    return result
+
+
+def fake_bin_path(monkeypatch, module, bindir="/usr/bin/"):
+    """Make the module find every tool at bindir + name without looking at the PATH."""
+    monkeypatch.setattr(module.AnsibleModule, "get_bin_path", lambda self, name, required=False: bindir + name)
