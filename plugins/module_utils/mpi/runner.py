@@ -174,6 +174,20 @@ def _release_guard(guard):
         pass
 
 
+def catch_stop_signals(on_signal):
+    """Send STOP_SIGNALS to on_signal; return the handlers they replaced, by signal.
+
+    Signals can only be caught in the main thread: elsewhere nothing is installed and the
+    result is empty."""
+    previous = {}
+    try:
+        for sig in STOP_SIGNALS:
+            previous[sig] = signal.signal(sig, on_signal)
+    except ValueError:
+        pass
+    return previous
+
+
 def run_job(argv, timeout=None, env=None, cwd=None, grace=5.0, guard=True):
     """Run a launcher and wait for it, at most ``timeout`` seconds (None: no limit).
 
@@ -191,18 +205,12 @@ def run_job(argv, timeout=None, env=None, cwd=None, grace=5.0, guard=True):
         cwd=cwd, env=run_env, start_new_session=True,
     )
     lifeline = _start_guard(proc.pid, grace) if guard else None
-    previous = {}
 
     def on_signal(signum, _frame):
         raise _Cancelled(signum)
 
-    try:
-        for sig in STOP_SIGNALS:
-            previous[sig] = signal.signal(sig, on_signal)
-    except ValueError:
-        # Not the main thread: signals cannot be caught here; the guard still acts
-        # when the module dies.
-        pass
+    # Off the main thread nothing is caught; the guard still acts when the module dies.
+    previous = catch_stop_signals(on_signal)
     timed_out = False
     cancelled = None
     out = err = None

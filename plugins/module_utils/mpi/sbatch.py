@@ -32,7 +32,7 @@ import signal
 import time
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.launcher import slurm_task_options
-from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.runner import STOP_SIGNALS
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import runner
 
 BATCH_OUTPUT_DIR = "/tmp"
 # Job states after which nothing more will happen to the job (squeue(1) JOB STATE CODES).
@@ -186,17 +186,11 @@ def run_batch(run_command, plan, timeout=None, poll_interval=10.0, scontrol="sco
               "stdout": "", "stderr": "", "timed_out": False, "cancelled": None, "duration": None,
               "output_files": [], "polls": 0, "status_error": None}
     deadline = started + timeout if timeout else None
-    previous = {}
 
     def on_signal(signum, _frame):
         raise _Stopped(signum)
 
-    if handle_signals:
-        try:
-            for sig in STOP_SIGNALS:
-                previous[sig] = signal.signal(sig, on_signal)
-        except ValueError:
-            pass
+    previous = runner.catch_stop_signals(on_signal) if handle_signals else {}
     outcome = None
     cancel_sent = False
     try:
