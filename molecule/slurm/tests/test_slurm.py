@@ -1,101 +1,145 @@
-"""Slurm on the lab VMs after converge.yml ran (twice): playbooks/slurm_setup.yml, the
-mpi_bench role with launcher srun, and one allreduce handed over with sbatch.
+"""Slurm and the slow-node sweep on the three-VM lab, after converge.yml (twice) and
+side_effect.yml ran: playbooks/slurm_setup.yml on te1..te3, the mpi_bench role with
+launcher srun, one allreduce handed over with sbatch, and the pairwise sweep with te3
+slowed by netem under mpirun and under srun.
 
-The hosts are read directly; the results come from the converge run (saved under
-SLURM_RESULT_DIR). Two tests run Ansible again: a batch job that sleeps past its
-deadline (it must be cancelled, nothing left in squeue or on the VMs), and the
-nccl_tests role through srun with the replay stand-in (a FAKE nccl-tests binary).
+The hosts are read directly; the results come from those runs (saved under
+SLURM_RESULT_DIR). Three tests run Ansible again: a batch job that sleeps past its
+deadline (it must be cancelled, nothing left in squeue or on the VMs), the nccl_tests
+role through srun with the replay stand-in (a FAKE nccl-tests binary), and
+playbooks/fabric_sweep.yml under srun on the healthy lab (names nobody, changes nothing).
 """
 
 import json
-import re
 import os
+import re
 import subprocess
 import time
 
 import pytest
+import testinfra
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 HERE = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+RESULTS = os.environ.get("SLURM_RESULT_DIR", "")
+LAB_CACHE = os.environ.get("AIINFRA_LAB_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "aiinfra-fabric-lab"))
+PORT_BASE = int(os.environ.get("AIINFRA_LAB_SSH_PORT_BASE", "2221"))
+NODES = ["te1", "te2", "te3"]
+
+
+@pytest.fixture(scope="session")
+def te3():
+    return testinfra.get_host(
+        "ssh://root@127.0.0.1:%d" % (PORT_BASE + 2), ssh_identity_file=os.path.join(LAB_CACHE, "id_ed25519"),
+        ssh_extra_args="-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR")
 
 
 def saved(name):
-    path = os.path.join(os.environ["SLURM_RESULT_DIR"], name + ".json")
-    assert os.path.exists(path), "converge.yml / the playbook saves %s" % path
+    path = os.path.join(RESULTS, name + ".json")
+    assert os.path.exists(path), "converge.yml / side_effect.yml / the playbook saves %s" % path
     with open(path) as handle:
         return json.load(handle)
 
 
-def playbook(name, timeout=600):
+def playbook(path, *extra, **kwargs):
     env = dict(os.environ)
     env.update(ANSIBLE_CONFIG=os.path.join(TOP, "lab", "ansible.cfg"), ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1",
                ANSIBLE_TIMEOUT="60", MOLECULE_PROJECT_DIRECTORY=TOP)
-    cmd = [os.path.join(TOP, ".venv", "bin", "ansible-playbook"), "-i", os.path.join(TOP, "inventory", "lab"),
-           os.path.join(HERE, name)]
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=timeout,
-                          universal_newlines=True, check=False)
+    cmd = [os.path.join(TOP, ".venv", "bin", "ansible-playbook"), "-i", os.path.join(TOP, "inventory", "lab3"),
+           path] + list(extra)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                          timeout=kwargs.get("timeout", 600), universal_newlines=True, check=False)
     print(proc.stdout[-2500:])
     return proc
 
 
-def test_sinfo_shows_both_nodes_idle(te1):
+def recap(stdout):
+    """{host: (changed, unreachable, failed)} from a PLAY RECAP."""
+    return dict((m.group(1), (int(m.group(2)), int(m.group(3)), int(m.group(4))))
+                for m in re.finditer(r"^(te\d)\s*:\s*ok=\d+\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)",
+                                     stdout, re.MULTILINE))
+
+
+def show_sweep(title, result):
+    print("\n== %s (launcher %s) ==" % (title, result["launcher"]))
+    for line in result["lines"]:
+        print("  " + line)
+    print("  exclude: %s" % (result["exclude_option"] or "(none)"))
+
+
+def pair_value(result, test, a, b):
+    for pair in result["pairs"]:
+        if pair["test"] == test and sorted(pair["nodes"]) == sorted([a, b]):
+            return pair["value"]
+    raise AssertionError("no %s value for %s-%s in %s" % (test, a, b, result["pairs"]))
+
+
+# --- Slurm itself -------------------------------------------------------------------------
+
+def test_sinfo_shows_every_node_idle(te1):
     out = te1.check_output("sinfo --noheader --Node --format='%N %P %t'")
-    assert sorted(out.splitlines()) == ["te1 fabric* idle", "te2 fabric* idle"], out
+    assert sorted(out.splitlines()) == ["%s fabric* idle" % n for n in NODES], out
 
 
-@pytest.mark.parametrize("vm", ["te1", "te2"])
-def test_daemons_enabled_and_running(vm, request):
-    host = request.getfixturevalue(vm)
-    daemons = ["munge", "slurmd"] + (["slurmctld"] if vm == "te1" else [])
-    for name in daemons:
-        service = host.service(name)
-        assert service.is_running and service.is_enabled, name
+def test_daemons_enabled_and_running(te1, te2, te3):
+    for vm, name in ((te1, "te1"), (te2, "te2"), (te3, "te3")):
+        daemons = ["munge", "slurmd"] + (["slurmctld"] if name == "te1" else [])
+        for daemon in daemons:
+            service = vm.service(daemon)
+            assert service.is_running and service.is_enabled, (name, daemon)
 
 
-def test_one_munge_key_0400_and_te2_accepts_te1s_credentials(te1, te2):
+def test_one_munge_key_0400_and_the_nodes_accept_te1s_credentials(te1, te2, te3):
     sums = []
-    for vm in (te1, te2):
+    for vm in (te1, te2, te3):
         key = vm.file("/etc/munge/munge.key")
         assert key.user == "munge" and key.mode == 0o400
         sums.append(vm.check_output("sha256sum /etc/munge/munge.key").split()[0])
-    assert sums[0] == sums[1]
+    assert len(set(sums)) == 1, sums
     credential = te1.check_output("munge -n")
-    decoded = te2.run("echo %s | unmunge" % credential)
-    assert decoded.rc == 0 and "STATUS:          Success (0)" in decoded.stdout, decoded.stdout + decoded.stderr
+    for vm in (te2, te3):
+        decoded = vm.run("echo %s | unmunge" % credential)
+        assert decoded.rc == 0 and "STATUS:          Success (0)" in decoded.stdout, decoded.stdout + decoded.stderr
 
 
-def test_slurm_conf_from_the_inventory_and_facts(te1, te2):
+def test_slurm_conf_from_the_inventory_and_facts(te1, te2, te3):
     conf = te1.file("/etc/slurm/slurm.conf").content_string
-    assert conf == te2.file("/etc/slurm/slurm.conf").content_string
+    assert conf == te2.file("/etc/slurm/slurm.conf").content_string == te3.file("/etc/slurm/slurm.conf").content_string
     assert "SlurmctldHost=te1(10.99.0.1)" in conf
-    for vm, address in ((te1, "10.99.0.1"), (te2, "10.99.0.2")):
+    for vm, address in ((te1, "10.99.0.1"), (te2, "10.99.0.2"), (te3, "10.99.0.3")):
         cpus = int(vm.check_output("nproc"))
         line = [ln for ln in conf.splitlines() if ln.startswith("NodeName=%s " % vm.check_output("hostname -s"))]
         assert line and ("NodeAddr=%s CPUs=%d " % (address, cpus)) in line[0], line
-    assert "PartitionName=fabric Nodes=te1,te2 Default=YES" in conf
+    assert "PartitionName=fabric Nodes=te1,te2,te3 Default=YES" in conf
 
 
-def test_slurm_result(te1):
+def test_slurm_result():
     result = saved("slurm_result")
-    assert result["controller"] == "te1" and result["nodes"] == ["te1", "te2"]
-    assert result["node_states"] == {"te1": "idle", "te2": "idle"}
+    print("\nslurm_result: %s" % json.dumps(result, sort_keys=True))
+    assert result["controller"] == "te1" and result["nodes"] == NODES
+    assert result["node_states"] == {"te1": "idle", "te2": "idle", "te3": "idle"}
     # sinfo --version prints "slurm 24.11.5" upstream and "slurm-wlm 22.05.8" on Debian 12.
     assert re.match(r"slurm(-wlm)? [0-9]+\.[0-9]+", result["version"]), result["version"]
     assert "pmix" in result["mpi_plugins"], result["mpi_plugins"]
 
 
-def test_mpi_bench_ran_every_job_under_srun_across_both_vms():
+# --- srun and sbatch ------------------------------------------------------------------------
+
+def test_mpi_bench_ran_every_job_under_srun_across_the_vms():
     result = saved("mpi_bench_result")
     jobs = result["jobs"]
-    assert [j["name"] for j in jobs] == ["multi_node:hello", "multi_node:allreduce", "benchmark"], jobs
     for job in jobs:
-        assert job["launcher"] == "srun" and job["command"].startswith("/usr/bin/srun "), job["command"]
-        assert "--nodelist=te1,te2" in job["command"] and "--mpi=pmix" in job["command"]
+        print("\n%s: launcher %s rc %s\n  %s" % (job["name"], job["launcher"], job["rc"], job["command"]))
+    assert [j["name"] for j in jobs] == ["multi_node:allreduce", "benchmark"], jobs
+    for job in jobs:
+        # The launcher mpi_run reports (not read back from the invocation, which Mitogen drops).
+        assert job["launcher"] == "srun" and job["command"].startswith("/usr/bin/srun "), job
+        assert "--nodelist=te1,te2,te3" in job["command"] and "--mpi=pmix" in job["command"]
         assert job["rc"] == 0 and job["failed_checks"] == []
-    # Every rank's reduced sum, from ranks on both VMs.
+    # Every rank's reduced sum, from ranks on every VM.
     sums = [s for s in result["sums"] if s["job"] == "multi_node:allreduce"]
     assert len(sums) == 3 and all(s["match"] for s in sums)
-    assert {s["host"] for s in sums} == {"te1", "te2"}
+    assert {s["host"] for s in sums} == set(NODES)
     # The benchmark's tables, as with mpirun.
     assert {"latency", "bandwidth", "allreduce"} <= set(result["tables"]), result["tables"].keys()
 
@@ -103,7 +147,11 @@ def test_mpi_bench_ran_every_job_under_srun_across_both_vms():
 def test_sbatch_allreduce_landed_in_mpi_runs_facts(te1):
     result = saved("sbatch_allreduce")
     batch = result["batch"]
+    print("\nsbatch: job %s %s on %s, rc %s, timed_out %s\n  script tail: %s\n  ranks: %s" % (
+        batch["job_id"], batch["job_state"], batch["batch_host"], result["rc"], result["timed_out"],
+        batch["script"].splitlines()[-1], result["parsed"]["results"]))
     assert batch["job_state"] == "COMPLETED" and batch["job_id"].isdigit() and batch["batch_host"] == "te1"
+    assert result["launcher"] == "sbatch"
     assert result["rc"] == 0 and result["timed_out"] is False and result["cancelled"] is None
     assert result["cmd"][0] == "/usr/bin/sbatch" and "--parsable" in result["cmd"]
     assert batch["script"].splitlines()[-1].startswith("exec /usr/bin/srun --nodes=2 --ntasks=2 ")
@@ -116,9 +164,10 @@ def test_sbatch_allreduce_landed_in_mpi_runs_facts(te1):
 
 
 def test_a_batch_job_past_its_deadline_is_cancelled_and_gone(te1, te2):
-    proc = playbook("cancel.yml")
+    proc = playbook(os.path.join(HERE, "cancel.yml"))
     assert proc.returncode == 0, proc.stdout[-3000:]
     result = saved("sbatch_cancel")
+    print("\ncancel: %s; job %s %s" % (result["msg"], result["batch"]["job_id"], result["batch"]["job_state"]))
     assert result["timed_out"] is True and result["batch"]["job_state"] == "CANCELLED", result
     assert "ran past the timeout of 20 s and was stopped with scancel (job state now CANCELLED)" in result["msg"]
     job_id = result["batch"]["job_id"]
@@ -137,11 +186,96 @@ def test_a_batch_job_past_its_deadline_is_cancelled_and_gone(te1, te2):
 
 
 def test_nccl_tests_role_through_srun_with_the_replay_stand_in():
-    proc = playbook("nccl_srun.yml")
+    proc = playbook(os.path.join(HERE, "nccl_srun.yml"))
     assert proc.returncode == 0, proc.stdout[-3000:]
     result = saved("nccl_srun")
     (run,) = result["multi_node"]
-    assert run["command"].startswith("/usr/bin/srun --nodes=2 --ntasks=8 --nodelist=te1,te2 ")
+    print("\nnccl_tests via srun: %s" % run["command"])
+    assert run["command"].startswith("/usr/bin/srun --nodes=3 --ntasks=6 --nodelist=te1,te2,te3 ")
     assert run["passed"] is True and run["nranks"] == 8
     # The replayed (recorded, not measured) output: the CSCS GH200 hosts and busbw.
     assert run["hosts"] == ["nid005471", "nid005487"] and run["largest_size_busbw"] == 122.57
+
+
+# --- the sweep, te3 slowed ------------------------------------------------------------------
+
+@pytest.fixture(scope="module", params=["mpirun", "srun"])
+def slow(request):
+    result = saved("sweep_slow_%s" % request.param)
+    show_sweep("te3 slowed (netem)", result)
+    assert result["launcher"] == request.param
+    return result
+
+
+def test_the_sweep_ran_its_jobs_through_the_launcher(slow):
+    commands = [job["command"] for record in slow["jobs"] for pair in record["pairs"] for job in pair["jobs"]]
+    assert len(commands) == 3, commands
+    if slow["launcher"] == "srun":
+        assert all(c.startswith("/usr/bin/srun ") and "--mpi=pmix" in c for c in commands), commands
+        assert sorted(re.search(r"--nodelist=(\S+)", c).group(1) for c in commands) == ["te1,te2", "te1,te3", "te2,te3"]
+    else:
+        assert all(re.match(r"\S*mpirun ", c) and "--hostfile" in c for c in commands), commands
+
+
+def test_rounds_are_the_three_pairs_with_one_bye_each(slow):
+    assert [r["pairs"] for r in slow["rounds"]] == [[["te2", "te3"]], [["te1", "te3"]], [["te1", "te2"]]]
+    assert [r["byes"] for r in slow["rounds"]] == [["te1"], ["te2"], ["te3"]]
+
+
+def test_the_slow_sweep_names_te3_first_with_its_numbers(slow):
+    assert slow["suspect_nodes"] == ["te3"]
+    assert slow["suspects"][0]["node"] == "te3" and slow["suspects"][0]["rank"] == 1
+    assert slow["link_suspects"] == [] and slow["group_wide"] is False
+    assert slow["exclude"] == "te3" and slow["exclude_option"] == "--exclude=te3"
+    assert slow["drain_command"] == ["scontrol", "update", "NodeName=te3", "State=DRAIN",
+                                     "Reason=fabric_sweep found this node slow"]
+    # The numbers behind it: both pairs with te3 far slower than te1-te2. The emulated lab's
+    # clean bandwidth (~10 MB/s under TCG) is close to netem's 40 mbit, so bandwidth drops
+    # less than latency rises (first lab run: 7.2-7.5 vs 9.95 MB/s; 6744-8153 vs 2445 us).
+    good_lat = pair_value(slow, "latency", "te1", "te2")
+    good_bw = pair_value(slow, "bandwidth", "te1", "te2")
+    for other in ("te1", "te2"):
+        assert pair_value(slow, "latency", other, "te3") > 2 * good_lat
+        assert pair_value(slow, "bandwidth", other, "te3") < good_bw
+    assert "latency" in slow["suspects"][0]["tests"]
+    assert not slow["passed"]
+
+
+def test_the_bisection_under_srun_finds_te3_too():
+    slow = saved("sweep_slow_srun")
+    bisection = slow["bisection"]
+    for test in bisection["tests"]:
+        print("  bisection %s %s: %s us, low %s" % (test["kind"], test["nodes"], test["value"], test["low"]))
+    assert bisection["suspects"] == ["te3"]
+    first = bisection["tests"][0]
+    assert first["nodes"] == NODES and first["low"] is True
+    assert all(job["command"].startswith("/usr/bin/srun ") for t in bisection["tests"] for job in t["jobs"])
+    last = [t for t in bisection["tests"] if "te3" in t["subject"] and t["kind"] == "with_partner"]
+    assert last and last[-1]["low"] is True
+
+
+def test_netem_is_gone_from_te3(te3):
+    assert "netem" not in te3.check_output("tc qdisc show dev eth1")
+
+
+# --- the sweep, healthy lab, the user's command ------------------------------------------------
+
+def test_the_healthy_sweep_under_srun_names_nobody_and_changes_nothing():
+    saved_dir = os.path.join(RESULTS, "report")
+    proc = playbook(os.path.join(TOP, "playbooks", "fabric_sweep.yml"), "-e", "fabric_sweep_launcher=srun",
+                    "-e", "fabric_sweep_srun_mpi=pmix", "-e", "fabric_sweep_fail_on_suspects=true",
+                    "-e", "fabric_sweep_tolerance=0.5", "-e", "fabric_report_dir=%s" % saved_dir)
+    counts = recap(proc.stdout)
+    print("PLAY RECAP: %s" % counts)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert sorted(counts) == NODES and all(v == (0, 0, 0) for v in counts.values()), counts
+    # What the playbook saved for fabric_report (results/hosts/<host>/fabric_sweep_result.json).
+    with open(os.path.join(saved_dir, "hosts", "te1", "fabric_sweep_result.json")) as handle:
+        clean = json.load(handle)["result"]
+    show_sweep("healthy", clean)
+    assert clean["launcher"] == "srun"
+    assert clean["suspect_nodes"] == [] and clean["suspects"] == [] and clean["link_suspects"] == []
+    assert clean["exclude"] == "" and clean["exclude_option"] == "" and clean["drain_command"] == []
+    assert len(clean["pairs"]) == 6 and not any(p["low"] for p in clean["pairs"])
+    assert all(p["value"] is not None for p in clean["pairs"])
+    assert clean["passed"]
