@@ -14,7 +14,8 @@ version_added: 0.1.0
 description:
   - Runs on the controller (an action plugin; it never connects to a host). Collects the result facts the
     collection's benchmark roles set on each host (C(nvmeof_target_result), C(nvmeof_initiator_result) with its fio
-    summary, C(mpi_bench_result), C(nccl_tests_result) with its C(single_node) and C(multi_node) runs) from
+    summary, C(mpi_bench_result), C(nccl_tests_result) with its C(single_node) and C(multi_node) runs and their catalog verdicts,
+    C(fabric_sweep_result) with each pair's numbers and the suspects) from
     C(hostvars), and the results earlier C(ansible-playbook) runs saved in O(saved_results), and writes a new
     timestamped folder under
     O(output_dir) with C(results.json) (schema C(aiinfra.fabric.results) version 1, see docs/results-schema.md),
@@ -81,8 +82,8 @@ options:
     description: Result facts to collect.
     type: list
     elements: str
-    choices: [nvmeof_target_result, nvmeof_initiator_result, mpi_bench_result, nccl_tests_result]
-    default: [nvmeof_target_result, nvmeof_initiator_result, mpi_bench_result, nccl_tests_result]
+    choices: [nvmeof_target_result, nvmeof_initiator_result, mpi_bench_result, nccl_tests_result, fabric_sweep_result]
+    default: [nvmeof_target_result, nvmeof_initiator_result, mpi_bench_result, nccl_tests_result, fabric_sweep_result]
   inputs:
     description:
       - More results to include, as files (JSON, or YAML ending in C(.yml)/C(.yaml)) holding either a previous

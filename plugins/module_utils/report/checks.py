@@ -41,6 +41,8 @@ BUILTIN_EXPECT = {
     "nccl.run_passed": True,
     "mpi.run_passed": True,
     "nvmeof.run_passed": True,
+    # A pairwise sweep that named a suspect node or link.
+    "sweep.run_passed": True,
 }
 
 # Selector keys a reference may match on besides the metric labels.

@@ -16,6 +16,7 @@ import json
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.model import (
     BENCHMARKS, FIO_PERCENTILES, RESULT_FACTS, ReportError, _first, _host_names, _int, _num)
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.sweep import adapt_sweep
 
 
 def _runs(fact, list_keys=("runs", "jobs", "results", "tests")):
@@ -458,6 +459,9 @@ def collect(host_facts, host_info=None):
             records = adapt_nccl(host, facts["nccl_tests_result"], seen_multi)
             bench["nccl"].extend(records)
             _fact_verdict(bench, host, "nccl", "nccl_tests_result", facts["nccl_tests_result"], records)
+        sweep = facts.get("fabric_sweep_result")
+        if sweep is not None and not _published_by_other(host, "fabric_sweep_result", sweep, host_facts):
+            bench["sweep"].extend(adapt_sweep(host, sweep))
         present = [f for f in RESULT_FACTS if facts.get(f) is not None]
         if not present:
             continue

@@ -26,8 +26,9 @@ SCHEMA = "aiinfra.fabric.results"
 SCHEMA_VERSION = 1
 
 # The facts fabric_report collects, in the order the report lists them.
-RESULT_FACTS = ("nvmeof_target_result", "nvmeof_initiator_result", "mpi_bench_result", "nccl_tests_result")
-BENCHMARKS = ("nvmeof", "fio", "mpi", "nccl")
+RESULT_FACTS = ("nvmeof_target_result", "nvmeof_initiator_result", "mpi_bench_result", "nccl_tests_result",
+                "fabric_sweep_result")
+BENCHMARKS = ("nvmeof", "fio", "mpi", "nccl", "sweep")
 # The record lists of the document's "benchmarks": the benchmarks, and "verdicts" (a result
 # fact that says it failed without a run record that carries the failure).
 RECORD_LISTS = BENCHMARKS + ("verdicts",)
@@ -188,6 +189,12 @@ def derive_metrics(benchmarks, hosts):
         if r["io_check"] is not None:
             add(r["host"], "nvmeof", "io_check", r["io_check"], "bool", EXACT, labels)
         _run_passed(add, r["host"], "nvmeof", r, labels)
+    for r in benchmarks.get("sweep", []):
+        # One metric per pair and test (the pair's nodes in the labels), and the sweep's verdict.
+        for p in r["pairs"]:
+            add(r["host"], "sweep", p["test"], p["value"], p["unit"], p["better"],
+                {"pair": p["pair"], "launcher": r["launcher"], "size": p["size"]})
+        _run_passed(add, r["host"], "sweep", r, {"run": r["run"], "launcher": r["launcher"]})
     for v in benchmarks.get("verdicts", []):
         add(v["host"], v["benchmark"], "run_passed", bool(v["passed"]), "bool", EXACT, {"fact": v["fact"]},
             v.get("failure"))

@@ -39,11 +39,14 @@ CSV_COLUMNS = {
     "fio": ["host", "job", "direction", "device", "transport", "error", "iops", "bw_bytes", "bw_mib", "lat_kind",
             "lat_mean_us", "lat_p50_us", "lat_p90_us", "lat_p95_us", "lat_p99_us", "lat_p99_9_us", "lat_max_us"],
     "nvmeof": ["host", "role", "state", "transport", "subsystem", "devices", "mount", "ports", "io_check", "io_sha256"],
+    "sweep": ["host", "run", "launcher", "test", "pair", "value", "unit", "better", "size", "median", "vs_median",
+              "expected", "vs_expected", "low", "error"],
 }
 METRIC_COLUMNS = ["id", "host", "benchmark", "metric", "labels", "value", "unit", "better", "status"]
 CHECK_COLUMNS = ["host", "key", "value", "unit", "source", "status", "gated", "target", "lower_bound", "upper_bound",
                  "message"]
-STATUS_COLOURS = {"pass": "#1a7f37", "warn": "#9a6700", "fail": "#cf222e"}
+STATUS_COLOURS = {"pass": "#1a7f37", "warn": "#9a6700", "fail": "#cf222e", "below": "#cf222e",
+                  "ok": "#1a7f37", "low": "#cf222e"}
 
 
 # A spreadsheet runs a cell starting with one of these as a formula (CSV injection).
@@ -110,6 +113,11 @@ def csv_rows(benchmark, records):
             for k in ("mean", "p50", "p90", "p95", "p99", "p99_9", "max"):
                 flat["lat_%s_us" % k] = (r.get("lat_us") or {}).get(k)
             out.append(flat)
+        elif benchmark == "sweep":
+            for pair in r["pairs"]:
+                flat = dict((k, r.get(k)) for k in ("host", "run", "launcher"))
+                flat.update(pair)
+                out.append(flat)
         else:
             out.append(r)
     return out
@@ -178,6 +186,14 @@ def _plot_anchor(check, plots):
     return wanted if wanted in ids else None
 
 
+def _catalog_cell(record):
+    """The nccl_test module's catalog verdict of a run: a status badge and its sentence."""
+    expectation = record.get("expectation") or {}
+    if not expectation.get("status"):
+        return None
+    return {"badge": expectation["status"], "text": expectation.get("text") or ""}
+
+
 def _context(document, plots):
     run, summary, b = document["run"], document["summary"], document["benchmarks"]
     status = summary["metric_status"]
@@ -212,13 +228,21 @@ def _context(document, plots):
         "nccl_rows": [(r["host"] if r["scope"] == "single" else "+".join(r["hosts"]), r["test"], r.get("sizes"),
                        r["scope"], r["nranks"], r["gpu_model"], r["peak_busbw"],
                        _size_label(r["peak_size"]) if r["peak_size"] else None, r["busbw_at_max_size"], r["avg_busbw"],
-                       r["wrong_total"], r.get("passed"), r["version"]) for r in b.get("nccl", [])],
+                       r["wrong_total"], r.get("passed"), r["version"],
+                       (r.get("expectation") or {}).get("expected_busbw"), _catalog_cell(r)) for r in b.get("nccl", [])],
         "mpi_rows": [(r["host"], r["program"], r["test"], r["kind"], r["np"], " ".join(r["hosts"]), r["check_passed"],
                       r.get("passed"), len(r["rows"]), r["rc"], r["duration"]) for r in b.get("mpi", [])],
         "fio_rows": [(r["host"], r["job"], r["direction"], r["device"], r["transport"], r["iops"],
                       round(r["bw_bytes"] / 1048576.0, 3) if r["bw_bytes"] is not None else None,
                       r["lat_us"].get("p50"), r["lat_us"].get("p99"), r["lat_us"].get("p99_9"), r["error"])
                      for r in b.get("fio", [])],
+        "sweep_rows": [(r["host"], r["launcher"], p["test"], p["pair"], p["value"], p["unit"], p["median"],
+                        p["vs_median"], p["expected"], {"badge": "low" if p["low"] else "ok"}, p["error"])
+                       for r in b.get("sweep", []) for p in r["pairs"]],
+        "sweep_verdicts": [{"host": r["host"], "launcher": r["launcher"], "nodes": r["nodes"], "passed": r["passed"],
+                            "failure": r["failure"], "exclude_option": r["exclude_option"],
+                            "lines": [line for line in r["lines"] if not line.startswith(("ok ", "LOW "))]}
+                           for r in b.get("sweep", [])],
         "nvmeof_rows": [(r["host"], r["role"], r["transport"], r["subsystem"], " ".join(r["devices"]), r["mount"],
                          r["io_check"], r.get("passed"), r["io_sha256"]) for r in b.get("nvmeof", [])],
         # Failures first, then warnings, then the rest.
@@ -244,7 +268,7 @@ def render_html(document, plots=None, template_dir=None):
 def render_files(document, plots=True, template_dir=None):
     """``{file name: text}`` for the results folder. ``document["files"]`` is filled in."""
     files = {}
-    for bench in ("nccl", "mpi", "fio", "nvmeof"):
+    for bench in ("nccl", "mpi", "fio", "nvmeof", "sweep"):
         if document["benchmarks"].get(bench):
             files["%s.csv" % bench] = _csv(CSV_COLUMNS[bench], csv_rows(bench, document["benchmarks"][bench]))
     status = document["summary"]["metric_status"]

@@ -16,6 +16,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.report.collect impo
     adapt_fio, adapt_mpi, adapt_nccl, collect, verdict)
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.model import (
     RESULT_FACTS, _first, _host_names, _num, derive_metrics)
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.sweep import sweep_lines
 
 
 def _n(value, unit=""):
@@ -171,6 +172,11 @@ def host_lines(host, facts):
                 lines += mpi_lines(host, fact)
         elif name == "nccl_tests_result":
             lines += nccl_lines(host, fact)
+        elif name == "fabric_sweep_result":
+            if fact.get("launched_from") not in (None, host):
+                lines.append("sweep: ran from %s (see its lines)" % fact["launched_from"])
+            else:
+                lines += sweep_lines(fact)
     return ["%s: %s" % (host, line) for line in lines] or ["%s: no results" % host]
 
 
