@@ -3,7 +3,7 @@ directory): it answers --version like Open MPI 4.1.4, records each argv and host
 prints fabric_mpi_bench-shaped tables (synthetic numbers) - slow ones whenever the hostfile
 holds the address of the node playing the slow one. These tests prove the module's path
 (validation before anything runs, check mode, rounds run in threads, ranking, exclude list);
-molecule/fabric_sweep runs the real thing on the lab.
+molecule/slurm runs the real thing on the lab (under mpirun and srun).
 """
 
 from __future__ import annotations
