@@ -209,9 +209,9 @@ notes:
     the kernel accepts it. So when another host NQN of this machine is connected to the
     same subsystem and address, the module connects by writing the kernel's option string
     to C(/dev/nvme-fabrics) itself, as nvme-cli does (not with O(tls), whose key nvme-cli
-    looks up). O(operations) says so.
+    looks up). RV(operations) says so.
   - A host NQN other than C(/etc/nvme/hostnqn) given without O(hostid) gets its own host ID,
-    not C(/etc/nvme/hostid) (the kernel refuses one host ID under two host NQNs): the UUID
+    not C(/etc/nvme/hostid) (the kernel refuses one host ID under two host NQNs); it is the UUID
     of a C(nqn.2014-08.org.nvmexpress:uuid:) NQN, else a UUID derived from the NQN.
   - While another path to the same subsystem is up, nvme-cli 2.3 reuses that
     controller's DH-HMAC-CHAP secret when O(dhchap_secret) is not given.
