@@ -81,7 +81,7 @@ def redact_options(options):
 def parse_instance(reply):
     """The controller name from the kernel's reply (``instance=3,cntlid=1`` -> nvme3)."""
     for field in reply.replace("\n", ",").split(","):
-        name, _, value = field.partition("=")
+        name, dummy, value = field.partition("=")
         if name.strip() == "instance" and value.strip().isdigit():
             return "nvme%d" % int(value)
     return None

@@ -57,7 +57,7 @@ def test_another_identity_gets_its_own_hostid_not_the_machines(tmp_path):
     assert host_identity(params(hostnqn=other), "connected", False, never, etc=str(tmp_path)) == (
         other, "0f3b8a52-6c4e-4d4e-8f0e-2b7d9c1a5e33", [])
     named = "nqn.2024-04.io.aiinfra.bench:host07"
-    _, hostid, _ = host_identity(params(hostnqn=named), "connected", False, never, etc=str(tmp_path))
+    hostid = host_identity(params(hostnqn=named), "connected", False, never, etc=str(tmp_path))[1]
     assert hostid not in (None, "3a2f4c55-8d2e-4c41-9b8d-3c1e0f6f0a11")
     assert host_identity(params(hostnqn=named), "connected", False, never, etc=str(tmp_path))[1] == hostid
     assert host_identity(params(hostnqn="nqn.2024-04.io.aiinfra.bench:host08"), "connected", False, never,
