@@ -9,11 +9,10 @@
 #
 #   benchmarks/nvme_many_initiators.sh [N]
 #
-# Status (lab, Debian bookworm te2, 2026-12-01): the first identity connects; every
-# further one fails: nvme connect --hostnqn=<other> --hostid=<other> exits 1 saying
-# "already connected", with and without --duplicate-connect (not yet found whether
-# nvme-cli/libnvme or the kernel refuses it). So the table is not printed yet; the script
-# stops at the connect step and shows the failure.
+# nvme-cli 2.3 (Debian 12) refuses every identity after the first as "already connected"
+# (it looks for a controller of the same subsystem and address under every host NQN, and
+# ignores --duplicate-connect; fixed upstream in 2.6 and 2.9). nvme_connect then connects
+# through /dev/nvme-fabrics itself; the table says how many connects went which way.
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 N=${1:-32}
@@ -61,7 +60,10 @@ t0=$(now); play connect connect; t_connect=$(since "$t0")
 read -r c_total c_live c_hosts <<<"$(te2_controllers)"
 tcp_est=$(vm te1 "ss -Htn state established '( sport = :4439 )' | wc -l")
 play info info
-info_line=$(grep -oE 'nvmet_info: [^"]*' "$LOG/info.log" | head -1)
+unquote() { sed -E "s/'\$//; s/''/'/g"; }  # the yaml callback's single-quoted msg
+info_line=$(grep -oE 'nvmet_info: [^"]*' "$LOG/info.log" | head -1 | unquote)
+paths_line=$(grep -oE 'connect paths: [^"]*' "$LOG/connect.log" | head -1 | unquote)
+nvme_version=$(vm te2 "nvme version" | head -1)
 step "re-run: the same loop again (must change nothing)"
 t0=$(now); play connect rerun; t_rerun=$(since "$t0")
 step "disconnect: $N host identities"
@@ -91,3 +93,4 @@ printf 'te2 controllers to %s: %s (live %s, distinct host NQNs %s); after discon
   "$NQN" "$c_total" "$c_live" "$c_hosts" "$d_total"
 printf 'te1 established TCP connections on port 4439: %s (admin + I/O queues)\n' "$tcp_est"
 printf '%s\n' "$info_line"
+printf '%s (te2: %s)\n' "$paths_line" "$nvme_version"

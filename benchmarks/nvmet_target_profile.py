@@ -108,7 +108,7 @@ def main(argv=None):
     ops = phase("plan_target", lambda: plan_target(tree, state, doc, "none", False, False))
     if ops:
         phase("apply_plan", lambda: apply_plan(tree, ops))
-        after = phase("after-state", tree.read)
+        after = phase("after-state", lambda: tree.reread_changed(state, ops))
     else:
         after = phase("after-state", lambda: simulate(state, ops))
     phase("target_view", lambda: target_view(after))

@@ -60,7 +60,9 @@ options:
     description: Host NQN to connect as. Defaults to the content of C(/etc/nvme/hostnqn).
     type: str
   hostid:
-    description: Host ID (a UUID). Defaults to the content of C(/etc/nvme/hostid) when it exists.
+    description:
+      - Host ID (a UUID). Defaults to the content of C(/etc/nvme/hostid) when it exists and O(hostnqn) is
+        this machine's own; another O(hostnqn) gets its own ID (see the notes).
     type: str
   generate_host_identity:
     description:
@@ -201,6 +203,16 @@ notes:
   - nvme-cli 2.x refuses a second connection to the same subsystem, transport and address
     (C(already connected)), so a different O(host_traddr) alone does not create a
     second path; the module reports nvme-cli's message.
+  - One machine can connect to one subsystem and address as several hosts (one controller
+    per O(hostnqn)). nvme-cli before 2.6 refuses every identity after the first as
+    C(already connected), whatever C(--hostnqn), C(--hostid) or C(--duplicate-connect) say;
+    the kernel accepts it. So when another host NQN of this machine is connected to the
+    same subsystem and address, the module connects by writing the kernel's option string
+    to C(/dev/nvme-fabrics) itself, as nvme-cli does (not with O(tls), whose key nvme-cli
+    looks up). RV(operations) says so.
+  - A host NQN other than C(/etc/nvme/hostnqn) given without O(hostid) gets its own host ID,
+    not C(/etc/nvme/hostid) (the kernel refuses one host ID under two host NQNs); it is the UUID
+    of a C(nqn.2014-08.org.nvmexpress:uuid:) NQN, else a UUID derived from the NQN.
   - While another path to the same subsystem is up, nvme-cli 2.3 reuses that
     controller's DH-HMAC-CHAP secret when O(dhchap_secret) is not given.
   - The discovery service port of the Linux kernel target is the port it listens on,
@@ -314,9 +326,10 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.cli import (
     NvmeCli, NvmeCliError,
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection import (
-    ValidationError, controller_drift, desired_from_params, matching_controllers, plan_connection,
-    public_controller,
+    ValidationError, controller_drift, desired_from_params, matching_controllers, other_identities_at_address,
+    plan_connection, public_controller,
 )
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.fabrics_dev import FABRICS_DEV, connect_through_kernel
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.host import (
     host_identity, read_text, wait_for_connection, wait_gone, write_atomic,
 )
@@ -325,6 +338,10 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.persist import
     config_without_port, dump_config, parse_config, unit_needs_condition_fix,
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.sysfs import FabricsSysfs
+
+
+CONNECT_VIA_KERNEL = ("connect through %s (another host NQN of this machine is connected to this subsystem and "
+                      "address, which nvme-cli before 2.6 refuses as already connected)" % FABRICS_DEV)
 
 
 def main():
@@ -395,7 +412,13 @@ def main():
     desired["hostnqn"] = hostnqn
     desired["hostid"] = hostid
 
-    controllers = matching_controllers(sysfs.controllers(), desired)
+    all_controllers = sysfs.controllers()
+    controllers = matching_controllers(all_controllers, desired)
+    # nvme-cli before 2.6 refuses a second host identity at one address (fabrics_dev.py);
+    # the kernel does not, so that connect writes the kernel's fabrics device directly.
+    # TLS keys are looked up by nvme-cli, so a TLS connect always goes through it.
+    via_kernel = (state == "connected" and not (desired["tls"] or desired["concat"])
+                  and bool(other_identities_at_address(all_controllers, desired)))
     drifts = {}
     if state == "connected":
         cpus = sysfs.online_cpus()
@@ -434,6 +457,8 @@ def main():
             config_ops.append("write %s" % DROPIN)
 
     operations = ["%s %s" % op if op[1] else op[0] for op in ops]
+    if via_kernel:
+        operations = [CONNECT_VIA_KERNEL if item == "connect" else item for item in operations]
     operations = ["write /etc/nvme/%s" % item[0] for item in identity_writes] + operations + config_ops
     changed = bool(operations)
 
@@ -480,7 +505,10 @@ def main():
                 connect_values = dict(desired)
                 connect_values["hostnqn"] = hostnqn
                 connect_values["hostid"] = hostid
-                cli.connect(connect_values, tls_key_flag)
+                if via_kernel:
+                    connect_through_kernel(connect_values)
+                else:
+                    cli.connect(connect_values, tls_key_flag)
     except NvmeCliError as exc:
         details = exc.details()
         if exc.kind == "command" and not sysfs.transport_module_loaded(desired["transport"]):

@@ -287,7 +287,7 @@ def main():
             apply_plan(tree, ops)
         except NvmetError as exc:
             module.fail_json(msg=exc.msg, changed=bool(exc.applied), operations=exc.applied, planned=texts)
-        after = tree.read()
+        after = tree.reread_changed(state, ops)
     else:
         after = simulate(state, ops)
     result = dict(changed=bool(ops), operations=texts, changed_keys=changed_keys(ops), target=target_view(after))

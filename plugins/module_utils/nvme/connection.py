@@ -209,6 +209,18 @@ def matching_controllers(controllers, desired):
     return [c for c in controllers if controller_matches(c, desired)]
 
 
+def other_identities_at_address(controllers, desired):
+    """Live controllers of another host NQN to this subsystem and address.
+
+    nvme-cli before 2.6 takes any of them for this connection ("already connected"),
+    whatever --hostnqn/--hostid/--duplicate-connect say (see fabrics_dev.py), so the
+    module connects through /dev/nvme-fabrics itself when this list is not empty."""
+    if not desired.get("hostnqn"):
+        return []
+    anyone = dict(desired, hostnqn_given=False)
+    return [c for c in controllers if controller_matches(c, anyone) and c.get("hostnqn") != desired["hostnqn"]]
+
+
 def expected_ctrl_loss_tmo(ctrl_loss_tmo, reconnect_delay):
     """What sysfs will show: the kernel keeps ceil(tmo / delay) reconnects of delay s each."""
     if ctrl_loss_tmo is None:

@@ -18,6 +18,9 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection imp
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.persist import NVME_ETC
 
 PLANNED_HOSTNQN = "nqn.2014-08.org.nvmexpress:uuid:(generated)"
+# The namespace of host IDs derived from a host NQN that carries no UUID (fixed: the
+# same NQN gets the same ID on every host and run).
+HOSTID_NAMESPACE = uuid.UUID("5b2c0d2e-59a4-4d0e-9a57-6c1f3f0f4e19")
 
 
 def read_text(path):
@@ -50,9 +53,16 @@ def host_identity(params, state, check_mode, gen_hostnqn, etc=NVME_ETC):
     hostnqn = params["hostnqn"]
     hostid = params["hostid"]
     writes = []
+    own_nqn = (read_text(os.path.join(etc, "hostnqn")) or "").strip() or None
     if not hostnqn:
-        hostnqn = (read_text(os.path.join(etc, "hostnqn")) or "").strip() or None
-    if not hostid:
+        hostnqn = own_nqn
+    if not hostid and hostnqn and hostnqn != own_nqn:
+        # Another identity than this machine's: the kernel refuses one host ID under two
+        # host NQNs ("found same hostid ... but different hostnqn"), so /etc/nvme/hostid
+        # is not its ID: a uuid-form NQN carries its own, any other gets one derived from
+        # the NQN (UUID version 5), the same at every run.
+        hostid = _uuid_of(hostnqn) or str(uuid.uuid5(HOSTID_NAMESPACE, hostnqn))
+    if not hostid and hostnqn == own_nqn:
         hostid = (read_text(os.path.join(etc, "hostid")) or "").strip() or None
     if hostnqn or state == "disconnected":
         return hostnqn, hostid, writes
@@ -71,6 +81,17 @@ def host_identity(params, state, check_mode, gen_hostnqn, etc=NVME_ETC):
             hostid = str(uuid.uuid4())
         writes.append(("hostid", hostid))
     return hostnqn, hostid, writes
+
+
+def _uuid_of(hostnqn):
+    """The UUID of a ``nqn.2014-08.org.nvmexpress:uuid:<uuid>`` host NQN, else None."""
+    prefix = "nqn.2014-08.org.nvmexpress:uuid:"
+    if not hostnqn.startswith(prefix):
+        return None
+    try:
+        return str(uuid.UUID(hostnqn[len(prefix):]))
+    except ValueError:
+        return None
 
 
 def wait_gone(sysfs, desired, timeout):

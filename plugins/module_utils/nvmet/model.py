@@ -130,6 +130,35 @@ class ConfigfsTree(object):
             return None
         return {"hosts": self.read_host, "ports": self.read_port, "subsystems": self.read_subsystem}[section](key)
 
+    def reread_changed(self, state, ops):
+        """The state after applying ``ops``: ``state`` with only the objects the ops
+        touched read again from configfs (each subsystem, port or host once, or dropped
+        when it is gone). A whole-tree read costs every attribute of every object; after a
+        plan the rest of the tree is what ``state`` already holds. No ops: ``state``."""
+        touched = []
+        for op in ops:
+            parts = op.path.split("/", 2)
+            if parts[0] == "discovery_nqn":
+                item = ("discovery_nqn", None)
+            else:
+                item = (parts[0], parts[1])
+            if item not in touched:
+                touched.append(item)
+        if not touched:
+            return state
+        after = dict((k, dict(v) if isinstance(v, dict) else v) for k, v in state.items())
+        for section, key in touched:
+            if section == "discovery_nqn":
+                after["discovery_nqn"] = self._get("discovery_nqn")
+                continue
+            obj = self.read_one(section, key)
+            slot = int(key) if section == "ports" else key
+            if obj is None:
+                after[section].pop(slot, None)
+            else:
+                after[section][slot] = obj
+        return after
+
     def _get(self, rel, is_dir=False):
         """Text of an attribute (or a directory listing), None when it does not exist."""
         path = self.nvmet + "/" + rel

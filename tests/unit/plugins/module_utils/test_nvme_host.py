@@ -4,7 +4,7 @@ import pytest
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection import (
     ValidationError, controller_drift, desired_from_params, expected_ctrl_loss_tmo, matching_controllers,
-    plan_connection,
+    other_identities_at_address, plan_connection,
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.persist import (
     config_has_port, config_with_port, config_without_port, parse_config, unit_needs_condition_fix,
@@ -119,6 +119,23 @@ def test_given_hostnqn_matches_only_that_host_identity():
     default = desired_from_params(params())
     default["hostnqn"] = HOSTNQN  # resolved from /etc/nvme/hostnqn
     assert [c["name"] for c in matching_controllers(ctrls, default)] == ["nvme0", "nvme1"]
+
+
+def test_other_identities_at_the_same_address_are_found_for_the_kernel_connect():
+    # nvme-cli 2.3 takes another host NQN's controller at this address for this one
+    # ("already connected"); the module connects through /dev/nvme-fabrics then.
+    other = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-000000000002"
+    mine = desired_from_params(params(hostnqn=other))
+    mine["hostnqn"] = other
+    assert [c["name"] for c in other_identities_at_address([ctrl("nvme0")], mine)] == ["nvme0"]
+    # not: its own controller, another address, another subsystem, one being deleted
+    assert other_identities_at_address([ctrl("nvme1", hostnqn=other), ctrl("nvme2", trsvcid="4421"),
+                                        ctrl("nvme3", subsysnqn=NQN + "x"), ctrl("nvme4", state="deleting")],
+                                       mine) == []
+    first = desired_from_params(params())
+    first["hostnqn"] = HOSTNQN
+    assert other_identities_at_address([ctrl("nvme1", hostnqn=other)], first)[0]["name"] == "nvme1"
+    assert other_identities_at_address([ctrl("nvme0")], first) == []
 
 
 def test_no_host_traddr_given_matches_any_source():

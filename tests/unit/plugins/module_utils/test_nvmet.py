@@ -353,30 +353,53 @@ def test_main_reports_missing_configfs(tmp_path, capsys):
     assert "load the nvmet kernel module" in capsys.readouterr().err
 
 
-def test_restorer_runs_standalone_as_the_role_installs_it(root):
-    """The role copies the package and roles/nvmeof_target/files/nvmet-restore to the target;
-    run that layout with an isolated interpreter (-I -S: no PYTHONPATH, no site-packages,
-    so no Ansible) to prove the restorer needs only the standard library."""
-    import glob
-    import shutil
+INSTALL_PLAYBOOK = """
+- name: Install the restorer as the nvmeof_target role does
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: The role's restorer tasks
+      ansible.builtin.include_role:
+        name: aiinfra.fabric.nvmeof_target
+        tasks_from: restorer.yml
+      vars:
+        __nvmeof_target_restore_script: "%s"
+"""
+
+
+def test_restorer_runs_standalone_as_the_role_installs_it(root, tmp_path):
+    """The role installs the restorer as one file (roles/nvmeof_target/tasks/restorer.yml,
+    the template carrying the nvmet package). Install it with Ansible on localhost, then
+    run it with an isolated interpreter (-I -S: no PYTHONPATH, no site-packages, so no
+    Ansible) to prove it needs only the standard library and that file; installing
+    again changes nothing."""
     import subprocess
     import sys
 
     here = os.path.dirname(os.path.abspath(__file__))
     collection = os.path.normpath(os.path.join(here, "..", "..", "..", ".."))
-    libexec = os.path.join(root, "libexec")
-    pkg = os.path.join(libexec, "lib", "ansible_collections", "aiinfra", "fabric", "plugins", "module_utils", "nvmet")
-    os.makedirs(pkg)
-    for src in glob.glob(os.path.join(collection, "plugins", "module_utils", "nvmet", "*.py")):
-        shutil.copy(src, pkg)
-    entry = os.path.join(libexec, "nvmet-restore")
-    shutil.copy(os.path.join(collection, "roles", "nvmeof_target", "files", "nvmet-restore"), entry)
+    entry = str(tmp_path / "libexec" / "aiinfra-fabric" / "nvmet-restore")
+    (tmp_path / "play.yml").write_text(INSTALL_PLAYBOOK % entry)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(collection, ".cache", "collections"),
+               ANSIBLE_NOCOLOR="1", ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), ANSIBLE_HOME=str(tmp_path / "home"))
+    playbook = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
+                "-c", "local", "-e", "ansible_python_interpreter=" + sys.executable, str(tmp_path / "play.yml")]
+    for expected in ("changed=2", "changed=0"):
+        proc = subprocess.run(playbook, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=300,
+                              check=False, universal_newlines=True)
+        assert proc.returncode == 0 and expected in proc.stdout, proc.stdout
+    assert sorted(os.listdir(os.path.dirname(entry))) == ["nvmet-restore"]
     fake_host(root, HOST)
     proc = subprocess.run([sys.executable, "-I", "-S", entry, "--configfs-root", root, "save"],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=libexec, check=False)
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(tmp_path), check=False)
     assert proc.returncode == 0, proc.stderr.decode()
     assert json.loads(proc.stdout.decode())["hosts"] == [
         {"nqn": HOST, "dhchap": {"hash": "hmac(sha256)", "dhgroup": "null"}}]
+    # A refused restore (no configfs) ends with a message, not a traceback.
+    proc = subprocess.run([sys.executable, "-I", "-S", entry, "--configfs-root", str(tmp_path / "none"), "restore",
+                           str(tmp_path / "absent.json")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          cwd=str(tmp_path), check=False)
+    assert proc.returncode != 0 and b"Traceback" not in proc.stderr, proc.stderr.decode()
 
 
 # --------------------------------------------------------------------------- connections

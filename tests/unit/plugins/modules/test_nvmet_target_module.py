@@ -4,6 +4,7 @@ check mode, diff, src files, keys kept out of the result, every error at once.""
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -131,3 +132,37 @@ def test_real_exit_keeps_keys_out_of_the_whole_output(monkeypatch, capsys, root,
     assert "invocation" in result, sorted(result)
     assert result["changed"] is True and result["target"]["subsystems"][0]["nqn"] == SUB
     assert key not in out, out
+
+
+def test_after_a_converge_only_touched_objects_are_read_again_and_the_result_matches_configfs(monkeypatch, root):
+    # A target of many objects: re-reading all of it after applying a plan cost about a
+    # third of the module's pass (benchmarks/nvmet_target_scale.sh --profile); only the
+    # objects the plan touched are read again, and the returned target is still what
+    # configfs holds.
+    from nvmet_fake import fake_namespace, fake_subsystem
+    other = "nqn.2024-04.io.aiinfra.lab:te1.untouched"
+    fake_subsystem(root, other, allow_any="1")
+    for name in ("other.img", "second.img"):
+        open(os.path.join(root, name), "wb").close()
+    fake_namespace(root, other, "1", path=os.path.join(root, "other.img"), enable="1")
+    reads = []
+    real = EmulatedTree.read_subsystem
+    monkeypatch.setattr(EmulatedTree, "read_subsystem", lambda self, nqn: reads.append(nqn) or real(self, nqn))
+    args = {"document": document(root, make_key())}
+    first = run(monkeypatch, root, args)
+    assert first["changed"] is True
+    assert reads.count(other) == 1  # the read before planning, not again after applying
+    assert reads.count(SUB) == 1  # the new subsystem, after applying
+    assert first["target"] == nvmet_target.target_view(EmulatedTree(root).read())
+    # A change to one object of an existing target: the result is configfs, again.
+    grown = copy.deepcopy(args)
+    grown["document"]["subsystems"][0]["namespaces"].append({"nsid": 2, "enable": 0, "device": {"path": os.path.join(root, "second.img")}})
+    second = run(monkeypatch, root, grown)
+    assert second["changed"] is True
+    assert second["target"] == nvmet_target.target_view(EmulatedTree(root).read())
+    assert [ns["nsid"] for ns in [s for s in second["target"]["subsystems"] if s["nqn"] == SUB][0]["namespaces"]] == [1, 2]
+    # Removing objects (purge all): each one read again is gone, and so is it from the result.
+    emptied = run(monkeypatch, root, {"document": {"subsystems": [], "ports": [], "hosts": []}, "purge": "all", "force": True})
+    assert emptied["changed"] is True
+    assert emptied["target"] == nvmet_target.target_view(EmulatedTree(root).read())
+    assert emptied["target"] == {"hosts": [], "ports": [], "subsystems": []}

@@ -1,0 +1,125 @@
+# -*- coding: utf-8 -*-
+# Copyright: aiinfra.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Connecting through the kernel's fabrics device (/dev/nvme-fabrics) without nvme-cli.
+
+``nvme connect`` itself writes one option string (``nqn=...,transport=...,...``) to
+/dev/nvme-fabrics and reads back ``instance=N,cntlid=M``; this file does the same, for
+the one case nvme-cli gets wrong: one machine connecting to the same subsystem and
+address as a second host identity. Before it writes, nvme-cli looks for a controller of
+the same subsystem NQN, transport, traddr, trsvcid, host_traddr and host_iface and
+stops with "already connected" when it finds one. nvme-cli 2.3 to 2.5 (Debian 12 ships
+2.3) search the controllers of every host NQN, so a second identity is refused whatever
+its --hostnqn/--hostid, and --duplicate-connect does not lift the check until 2.9
+(upstream fixes 9cf31d24f "only look for matching ctrl on same host", in 2.6, and
+fd8ecb054 "allow host to create duplicate connections", in 2.9). The kernel compares the
+host NQN and host ID as well (nvmf_ctlr_matches_baseopts), so it accepts the second
+identity and keeps refusing a real duplicate with EALREADY.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.cli import (
+    KernelLog,
+    NvmeCliError,
+    classify_failure,
+    failure_hint,
+)
+
+FABRICS_DEV = "/dev/nvme-fabrics"
+
+# The kernel's option names (drivers/nvme/host/fabrics.c opt_tokens), by the module
+# parameter that feeds them, in the order nvme-cli writes them.
+KERNEL_OPTIONS = (
+    ("nqn", "nqn"),
+    ("transport", "transport"),
+    ("traddr", "traddr"),
+    ("host_traddr", "host_traddr"),
+    ("host_iface", "host_iface"),
+    ("trsvcid", "trsvcid"),
+    ("hostnqn", "hostnqn"),
+    ("hostid", "hostid"),
+    ("dhchap_secret", "dhchap_secret"),
+    ("dhchap_ctrl_secret", "dhchap_ctrl_secret"),
+    ("nr_io_queues", "nr_io_queues"),
+    ("queue_size", "queue_size"),
+    ("keep_alive_tmo", "keep_alive_tmo"),
+    ("reconnect_delay", "reconnect_delay"),
+    ("ctrl_loss_tmo", "ctrl_loss_tmo"),
+)
+SECRET_KEYS = ("dhchap_secret", "dhchap_ctrl_secret")
+
+
+def kernel_options(values):
+    """The option string for /dev/nvme-fabrics. The kernel splits it at commas and
+    newlines, so a value holding either is refused here rather than misread there."""
+    parts = []
+    for key, name in KERNEL_OPTIONS:
+        value = values.get(key)
+        if value is None or value == "":
+            continue
+        text = str(value)
+        if "," in text or "\n" in text:
+            raise NvmeCliError("%s holds a comma or newline, which the kernel's option string cannot carry"
+                               % (name if key in SECRET_KEYS else "%s=%r" % (name, text)), kind="invalid_arguments")
+        parts.append("%s=%s" % (name, text))
+    return ",".join(parts)
+
+
+def redact_options(options):
+    """The option string with the DH-HMAC-CHAP secrets masked (for results and messages)."""
+    out = []
+    for part in options.split(","):
+        name = part.split("=", 1)[0]
+        out.append(name + "=********" if name in SECRET_KEYS else part)
+    return ",".join(out)
+
+
+def parse_instance(reply):
+    """The controller name from the kernel's reply (``instance=3,cntlid=1`` -> nvme3)."""
+    for field in reply.replace("\n", ",").split(","):
+        name, dummy, value = field.partition("=")
+        if name.strip() == "instance" and value.strip().isdigit():
+            return "nvme%d" % int(value)
+    return None
+
+
+def connect_through_kernel(values, dev=FABRICS_DEV, kmsg_path="/dev/kmsg"):
+    """Create one controller as ``values`` says; return its name (nvme3).
+
+    Raises NvmeCliError with the same kinds as a failed ``nvme connect`` (the errno's
+    words and the kernel's log classified by :func:`cli.classify_failure`)."""
+    options = kernel_options(values)
+    shown = "write %s to %s" % (redact_options(options), dev)
+    log = KernelLog(kmsg_path)
+    log.mark()
+    try:
+        fd = os.open(dev, os.O_RDWR)
+    except OSError as exc:
+        log.close()
+        raise NvmeCliError("cannot open %s: %s (is the nvme-fabrics kernel module loaded?)" % (dev, exc.strerror),
+                           kind="transport_module", cmd=shown) from None
+    try:
+        try:
+            written = os.write(fd, options.encode("utf-8"))
+            if written != len(options.encode("utf-8")):
+                raise OSError(errno.EIO, "short write (%d bytes)" % written)
+            reply = os.read(fd, 4096).decode("utf-8", "replace")
+        except OSError as exc:
+            kernel = log.read_new()
+            words = exc.strerror or os.strerror(exc.errno)
+            kind = "already_connected" if exc.errno == errno.EALREADY else classify_failure(words, kernel)
+            raise NvmeCliError("connect through %s failed: %s (the kernel said: %s, %s)"
+                               % (dev, failure_hint(kind), words, errno.errorcode.get(exc.errno, exc.errno)),
+                               kind=kind, stderr=words, cmd=shown, kernel=kernel) from None
+    finally:
+        os.close(fd)
+        log.close()
+    name = parse_instance(reply)
+    if name is None:
+        raise NvmeCliError("connect through %s: the kernel's reply %r names no controller instance" % (dev, reply),
+                           kind="command", stdout=reply, cmd=shown)
+    return name
