@@ -90,6 +90,13 @@ options:
   keep_alive_tmo:
     description: Keep-alive timeout in seconds.
     type: int
+  fast_io_fail_tmo:
+    description:
+      - Seconds after a connection is lost before its queued I/O fails instead of waiting for the reconnect
+        (nvme connect C(--fast_io_fail_tmo)); V(-1), the kernel default, waits until O(ctrl_loss_tmo) ends.
+      - With native multipath a failed request goes to another path, so a short value bounds the pause of I/O
+        that was queued on the lost path.
+    type: int
   nr_io_queues:
     description:
       - Number of I/O queues. The kernel creates at most one per online CPU, so drift is
@@ -343,6 +350,7 @@ def main():
             ctrl_loss_tmo=dict(type="int"),
             reconnect_delay=dict(type="int"),
             keep_alive_tmo=dict(type="int"),
+            fast_io_fail_tmo=dict(type="int"),
             nr_io_queues=dict(type="int"),
             queue_size=dict(type="int"),
             dhchap_secret=dict(type="str", no_log=True),
