@@ -88,8 +88,8 @@ options:
     default: 600
   stop_file:
     description:
-      - Stop fio when this file appears, as Ctrl-C does (SIGINT to the fio process this module started): fio
-        ends its jobs and still writes its results, verify errors included. Its exit status 128 after that
+      - Stop fio when this file appears, as Ctrl-C does, with SIGINT to the fio process this module started. fio
+        then ends its jobs and still writes its results, verify errors included. Its exit status 128 after that
         SIGINT is not an error; a job error still fails the module. Use it with O(time_based) and a long
         O(runtime) when another task decides when the I/O is done (for example after a failover test's rounds),
         running this module as an async task.
