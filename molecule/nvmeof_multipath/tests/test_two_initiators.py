@@ -51,15 +51,16 @@ def test_two_live_paths_with_the_ana_states_of_the_ports(host):
         assert addr[ctrl]["trsvcid"] == "4420"
     assert sorted(a["traddr"] for a in addr.values()) == ["10.99.0.1", "10.99.1.1"]
     heads = h.check_output("ls %s | grep -E '^nvme[0-9]+n[0-9]+$'", subsys).split()
-    assert len(heads) == 2
+    assert sorted(int(h.check_output("cat /sys/block/%s/nsid", head)) for head in heads) == [1, 2]
+    # Each controller holds one path device (nvme<S>c<C>n<H>) per namespace.
     seen = {}
-    for head in heads:
-        nsid = int(h.check_output("cat /sys/block/%s/nsid", head))
-        paths = h.check_output("ls /sys/block/%s/multipath", head).split()
+    for ctrl in ctrls:
+        base = "/sys/class/nvme/%s" % ctrl
+        paths = h.check_output("ls %s | grep -E '^nvme[0-9]+c[0-9]+n[0-9]+$'", base).split()
         assert len(paths) == 2, paths
         for path in paths:
-            ctrl = "nvme" + path.split("c")[1].split("n")[0]
-            seen.setdefault(nsid, {})[addr[ctrl]["traddr"]] = h.check_output("cat /sys/block/%s/ana_state", path)
+            nsid = int(h.check_output("cat %s/%s/nsid", base, path))
+            seen.setdefault(nsid, {})[addr[ctrl]["traddr"]] = h.check_output("cat %s/%s/ana_state", base, path)
     assert seen == ANA
 
 
