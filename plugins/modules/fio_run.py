@@ -286,6 +286,9 @@ def run_fio(module, p, argv, log_dir):
     # fio exits 128 after SIGINT ("fio: terminating on signal 2"), also when the stop file asked for it.
     if rc != 0 and not (extra.get("stopped") and rc == 128) or (summary["errors"] and p["fail_on_job_error"]):
         module.fail_json(msg="fio reported errors (rc=%d): %s %s" % (rc, summary["errors"], err.strip()), **result)
+    if rc != 0:
+        # Stopped as asked: Ansible would take the non-zero rc for a failure unless told otherwise.
+        result["failed"] = False
     module.exit_json(**result)
 
 
