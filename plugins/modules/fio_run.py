@@ -86,6 +86,17 @@ options:
     description: Seconds to wait for fio before failing.
     type: int
     default: 600
+  stop_file:
+    description:
+      - Stop fio when this file appears, as Ctrl-C does, with SIGINT to the fio process this module started. fio
+        then ends its jobs and still writes its results, verify errors included. Its exit status 128 after that
+        SIGINT is not an error; a job error still fails the module. Use it with O(time_based) and a long
+        O(runtime) when another task decides when the I/O is done (for example after a failover test's rounds),
+        running this module as an async task.
+      - A stale file is removed before fio starts, and the file is removed after fio ended. RV(stopped) says
+        whether it ended the run.
+      - Without it fio runs until O(runtime) or O(size) is done.
+    type: path
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
 attributes:
@@ -159,6 +170,14 @@ timeline:
     longest_pause_s: 6.5
     pauses: [{start_ms: 1764560000500, end_ms: 1764560007000, seconds: 6.5}]
     points: [{t_ms: 1764560000500, read_iops: 120, write_iops: 118, total_iops: 238}]
+stopped:
+  description: Whether O(stop_file) ended the run (fio got SIGINT).
+  returned: when O(stop_file) is given and fio ran
+  type: bool
+seconds:
+  description: How long fio ran, in seconds.
+  returned: when O(stop_file) is given and fio ran
+  type: float
 errors:
   description: Jobs that reported an error, with fio's error number.
   returned: when fio ran
@@ -180,6 +199,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.fio import (
     validate_options,
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.fio_log import parse_iops_log, summarize
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.fio_stop import run_until_stop_file
 
 
 def main():
@@ -203,6 +223,7 @@ def main():
             timeline_interval_ms=dict(type="int", default=0),
             fail_on_job_error=dict(type="bool", default=True),
             timeout=dict(type="int", default=600),
+            stop_file=dict(type="path"),
         ),
         required_one_of=[("filename", "job_file")],
         supports_check_mode=True,
@@ -238,22 +259,36 @@ def read_timeline(log_dir, interval_ms):
 
 
 def run_fio(module, p, argv, log_dir):
-    timeout_bin = module.get_bin_path("timeout")
-    run_argv = ([timeout_bin, str(p["timeout"])] + argv) if timeout_bin and p["timeout"] > 0 else argv
-    rc, out, err = module.run_command(run_argv, environ_update={"LC_ALL": "C"})
-    if rc == 124 and timeout_bin:
-        module.fail_json(msg="fio did not finish within timeout=%d seconds" % p["timeout"], command=argv, rc=rc,
-                         stdout=out, stderr=err)
+    extra = {}
+    if p["stop_file"]:
+        run = run_until_stop_file(argv, dict(os.environ, LC_ALL="C"), p["stop_file"], p["timeout"])
+        rc, out, err = run["rc"], run["stdout"], run["stderr"]
+        if run["timed_out"]:
+            module.fail_json(msg="fio did not finish within timeout=%d seconds and %s never appeared"
+                             % (p["timeout"], p["stop_file"]), command=argv, rc=rc, stdout=out, stderr=err)
+        extra = {"stopped": run["stopped"], "seconds": run["seconds"]}
+    else:
+        timeout_bin = module.get_bin_path("timeout")
+        run_argv = ([timeout_bin, str(p["timeout"])] + argv) if timeout_bin and p["timeout"] > 0 else argv
+        rc, out, err = module.run_command(run_argv, environ_update={"LC_ALL": "C"})
+        if rc == 124 and timeout_bin:
+            module.fail_json(msg="fio did not finish within timeout=%d seconds" % p["timeout"], command=argv, rc=rc,
+                             stdout=out, stderr=err)
     try:
         summary = parse_fio_json(out)
     except FioError as exc:
         module.fail_json(msg="fio failed (rc=%d): %s; %s" % (rc, exc.msg, err.strip()), command=argv, rc=rc,
                          stdout=out, stderr=err)
     result = dict(changed=True, command=argv, rc=rc, stderr=err, **summary)
+    result.update(extra)
     if log_dir:
         result["timeline"] = read_timeline(log_dir, p["timeline_interval_ms"])
-    if rc != 0 or (summary["errors"] and p["fail_on_job_error"]):
+    # fio exits 128 after SIGINT ("fio: terminating on signal 2"), also when the stop file asked for it.
+    if rc != 0 and not (extra.get("stopped") and rc == 128) or (summary["errors"] and p["fail_on_job_error"]):
         module.fail_json(msg="fio reported errors (rc=%d): %s %s" % (rc, summary["errors"], err.strip()), **result)
+    if rc != 0:
+        # Stopped as asked: Ansible would take the non-zero rc for a failure unless told otherwise.
+        result["failed"] = False
     module.exit_json(**result)
 
 

@@ -92,6 +92,16 @@ options:
   keep_alive_tmo:
     description: Keep-alive timeout in seconds.
     type: int
+  fast_io_fail_tmo:
+    description:
+      - Seconds after a connection is lost before its queued I/O fails instead of waiting for the reconnect
+        (nvme connect C(--fast_io_fail_tmo)); V(-1), the kernel default, waits until O(ctrl_loss_tmo) ends.
+      - Without native multipath, or when every path of a namespace is down, it bounds how long I/O waits for the
+        reconnect. With native multipath and another live path, I/O queued on a lost path already moves there
+        when the controller resets.
+      - Needs an nvme-cli whose C(nvme connect --help) lists C(--fast_io_fail_tmo) (2.3, as Debian 12 ships it,
+        does not); otherwise the module fails before connecting.
+    type: int
   nr_io_queues:
     description:
       - Number of I/O queues. The kernel creates at most one per online CPU, so drift is
@@ -360,6 +370,7 @@ def main():
             ctrl_loss_tmo=dict(type="int"),
             reconnect_delay=dict(type="int"),
             keep_alive_tmo=dict(type="int"),
+            fast_io_fail_tmo=dict(type="int"),
             nr_io_queues=dict(type="int"),
             queue_size=dict(type="int"),
             dhchap_secret=dict(type="str", no_log=True),
@@ -387,13 +398,13 @@ def main():
     sysfs = FabricsSysfs()
     cli = NvmeCli(module)
     tls_key_flag = "--tls_key"
-    if (desired["tls"] or desired["concat"]) and state == "connected":
+    if (desired["tls"] or desired["concat"] or desired["fast_io_fail_tmo"] is not None) and state == "connected":
         # Read from nvme-cli's own help and the kernel's option list, not guessed from versions.
         caps = cli.connect_capabilities()
         missing = caps.missing(desired)
         if missing:
-            module.fail_json(msg="cannot connect with tls=%s concat=%s on this host: %s" % (
-                desired["tls"], desired["concat"], "; ".join(missing)))
+            module.fail_json(msg="cannot connect with tls=%s concat=%s fast_io_fail_tmo=%s on this host: %s" % (
+                desired["tls"], desired["concat"], desired["fast_io_fail_tmo"], "; ".join(missing)))
         tls_key_flag = caps.tls_key_flag or tls_key_flag
     if state == "connected" and params["persistent"] and "config" not in cli.help_options("connect-all"):
         # The boot-time connect (nvmf-autoconnect: nvme connect-all) must read the file this

@@ -107,4 +107,9 @@ class ConnectCapabilities(object):
             if not self.kernel_has("concat"):
                 problems.append("secure concatenation (concat=true) needs the kernel to accept the "
                                 "'concat' connect option, which this kernel's /dev/nvme-fabrics does not list")
+        if desired.get("fast_io_fail_tmo") is not None and "fast_io_fail_tmo" not in self.options:
+            problems.append("this nvme-cli has no --fast_io_fail_tmo option in 'nvme connect --help' (nvme-cli "
+                            "2.3, as Debian 12 ships it, has none): leave fast_io_fail_tmo unset; with native "
+                            "multipath, I/O queued on a lost path moves to another live path when the "
+                            "controller resets, without it")
         return problems

@@ -33,6 +33,7 @@ CONNECT_OPTIONS = (
     ("ctrl_loss_tmo", "--ctrl-loss-tmo"),
     ("reconnect_delay", "--reconnect-delay"),
     ("keep_alive_tmo", "--keep-alive-tmo"),
+    ("fast_io_fail_tmo", "--fast_io_fail_tmo"),
     ("nr_io_queues", "--nr-io-queues"),
     ("queue_size", "--queue-size"),
     ("dhchap_secret", "--dhchap-secret"),

@@ -28,7 +28,7 @@ _IFNAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
 _DHCHAP = re.compile(r"^DHHC-1:0[0-3]:[A-Za-z0-9+/]+={0,2}:$")
 NQN_MAX_BYTES = 223
 SECRET_KEYS = ("dhchap_secret", "dhchap_ctrl_secret")
-TUNABLES = ("ctrl_loss_tmo", "reconnect_delay", "keep_alive_tmo", "nr_io_queues", "queue_size")
+TUNABLES = ("ctrl_loss_tmo", "reconnect_delay", "keep_alive_tmo", "fast_io_fail_tmo", "nr_io_queues", "queue_size")
 # Kernel default reconnect_delay (NVMF_DEF_RECONNECT_DELAY): used to predict ctrl_loss_tmo.
 DEFAULT_RECONNECT_DELAY = 10
 
@@ -155,7 +155,7 @@ def desired_from_params(params):
         if value is None:
             desired[key] = None
             continue
-        lowest = -1 if key == "ctrl_loss_tmo" else (0 if key == "keep_alive_tmo" else 1)
+        lowest = -1 if key in ("ctrl_loss_tmo", "fast_io_fail_tmo") else (0 if key == "keep_alive_tmo" else 1)
         if value < lowest:
             raise ValidationError("%s=%r must be >= %d" % (key, value, lowest))
         desired[key] = value
@@ -231,6 +231,18 @@ def expected_ctrl_loss_tmo(ctrl_loss_tmo, reconnect_delay):
     return -(-ctrl_loss_tmo // delay) * delay
 
 
+def _fast_io_fail_tmo(value):
+    """sysfs shows fast_io_fail_tmo as "off" (-1, the kernel default) or seconds."""
+    if value is None or isinstance(value, int):
+        return value
+    if value == "off":
+        return -1
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
 def controller_drift(ctrl, secrets, desired, online_cpus=None):
     """Settings of a live controller that differ from the desired ones.
 
@@ -247,17 +259,19 @@ def controller_drift(ctrl, secrets, desired, online_cpus=None):
                                                 desired.get("reconnect_delay") or ctrl.get("reconnect_delay")),
         "reconnect_delay": desired.get("reconnect_delay"),
         "keep_alive_tmo": desired.get("keep_alive_tmo"),
+        "fast_io_fail_tmo": desired.get("fast_io_fail_tmo"),
         "queue_size": desired.get("queue_size"),
         "nr_io_queues": desired.get("nr_io_queues"),
     }
     if wanted["nr_io_queues"] is not None and online_cpus:
         # The kernel never creates more I/O queues than online CPUs.
         wanted["nr_io_queues"] = min(wanted["nr_io_queues"], online_cpus)
-    for key in ("ctrl_loss_tmo", "reconnect_delay", "keep_alive_tmo", "queue_size", "nr_io_queues"):
-        if wanted[key] is None or ctrl.get(key) is None:
+    for key in ("ctrl_loss_tmo", "reconnect_delay", "keep_alive_tmo", "fast_io_fail_tmo", "queue_size", "nr_io_queues"):
+        current = _fast_io_fail_tmo(ctrl.get(key)) if key == "fast_io_fail_tmo" else ctrl.get(key)
+        if wanted[key] is None or current is None:
             continue
-        if ctrl[key] != wanted[key]:
-            drift[key] = {"current": ctrl[key], "desired": wanted[key]}
+        if current != wanted[key]:
+            drift[key] = {"current": current, "desired": wanted[key]}
     # A plain connection is not a TLS one (and the other way round), whatever else matches.
     if "tls" in desired and ctrl.get("tls") is not None and bool(desired["tls"]) != ctrl["tls"]:
         drift["tls"] = {"current": ctrl["tls"], "desired": bool(desired["tls"])}

@@ -85,3 +85,12 @@ def test_connect_all_reads_the_json_config_in_both_releases(release):
     # nvme_connect persistent=true writes /etc/nvme/config.json only when the boot-time
     # 'nvme connect-all' lists --config (libnvme's JSON); both lab releases do.
     assert "config" in parse_long_options(fixture("connect-all-help-nvme-cli-%s.txt" % release))
+
+
+def test_fast_io_fail_tmo_needs_an_nvme_cli_that_has_it():
+    # Lab: nvme-cli 2.3 on Debian 12 said "connect: unrecognized option '--fast_io_fail_tmo=2'".
+    problems = caps_23().missing({"fast_io_fail_tmo": 2})
+    assert len(problems) == 1 and "no --fast_io_fail_tmo option" in problems[0]
+    assert caps_23().missing({"fast_io_fail_tmo": None}) == []
+    caps_213 = ConnectCapabilities.from_outputs(fixture("connect-help-nvme-cli-2.13.txt"))
+    assert caps_213.missing({"fast_io_fail_tmo": 2}) == []

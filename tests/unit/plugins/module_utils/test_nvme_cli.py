@@ -232,3 +232,12 @@ def test_kernel_log_reads_only_new_nvme_records(tmp_path):
 ])
 def test_tls_failures_are_told_apart(stderr, kernel, kind):
     assert classify_failure(stderr, kernel) == kind
+
+
+def test_connect_argv_fast_io_fail_tmo_uses_nvme_clis_spelling():
+    # nvme-cli spells this one with underscores (connect --help of 2.13, in tests/fixtures/nvme_cli).
+    argv = build_connect_argv("/usr/sbin/nvme", {"transport": "tcp", "traddr": "10.99.1.1", "nqn": "nqn.2024-01.io.x:a",
+                                                 "fast_io_fail_tmo": 2, "keep_alive_tmo": 3, "tls": False})
+    assert "--fast_io_fail_tmo=2" in argv and "--keep-alive-tmo=3" in argv
+    with open(os.path.join(FIXTURES, "connect-help-nvme-cli-2.13.txt")) as handle:
+        assert "--fast_io_fail_tmo=<NUM>" in handle.read()

@@ -282,3 +282,15 @@ def test_tls_drift_both_ways():
     assert controller_drift(ctrl(tls=True), {}, desired_from_params(params())) == {
         "tls": {"current": True, "desired": False}}
     assert controller_drift(ctrl(tls=True), {}, desired_from_params(params(tls=True))) == {}
+
+
+def test_fast_io_fail_tmo_drift_reads_off_as_minus_one():
+    # sysfs (6.12) shows "off" for the kernel default and seconds otherwise.
+    desired = desired_from_params(params(fast_io_fail_tmo=-1))
+    assert controller_drift(ctrl(fast_io_fail_tmo="off"), {}, desired) == {}
+    desired = desired_from_params(params(fast_io_fail_tmo=2))
+    assert controller_drift(ctrl(fast_io_fail_tmo="2"), {}, desired) == {}
+    assert controller_drift(ctrl(fast_io_fail_tmo="off"), {}, desired) == {
+        "fast_io_fail_tmo": {"current": -1, "desired": 2}}
+    with pytest.raises(ValidationError, match="fast_io_fail_tmo=-2 must be >= -1"):
+        desired_from_params(params(fast_io_fail_tmo=-2))

@@ -56,3 +56,34 @@ def test_no_timeline_unless_asked(monkeypatch):
 def test_negative_interval_is_refused_before_fio_runs(monkeypatch):
     result, calls = run(monkeypatch, {"timeline_interval_ms": -1})
     assert result["failed"] and "timeline_interval_ms=-1" in result["msg"] and calls == []
+
+
+def test_a_run_ended_by_the_stop_file_is_not_a_failure(monkeypatch):
+    def stopped(argv, env, stop_file, timeout):
+        return {"rc": 128, "stdout": "\nfio: terminating on signal 2\n" + FIO_JSON, "stderr": "", "stopped": True,
+                "timed_out": False, "seconds": 42.0}
+
+    monkeypatch.setattr(fio_run, "run_until_stop_file", stopped)
+    result, calls = run(monkeypatch, {"stop_file": "/run/stop-fio"})
+    # rc 128 stays fio's own; failed=false is explicit, or Ansible would take the rc for a failure
+    # (lab: async_status said "Action failed" on exactly this result).
+    assert result["failed"] is False and result["rc"] == 128, result
+    assert result["stopped"] is True and result["seconds"] == 42.0 and calls == []
+
+
+def test_rc_128_without_the_stop_file_is_a_failure(monkeypatch):
+    def interrupted(argv, env, stop_file, timeout):
+        return {"rc": 128, "stdout": FIO_JSON, "stderr": "", "stopped": False, "timed_out": False, "seconds": 1.0}
+
+    monkeypatch.setattr(fio_run, "run_until_stop_file", interrupted)
+    result, _calls = run(monkeypatch, {"stop_file": "/run/stop-fio"})
+    assert result["failed"] and "rc=128" in result["msg"]
+
+
+def test_a_run_the_stop_file_never_ended_fails_on_its_timeout(monkeypatch):
+    def late(argv, env, stop_file, timeout):
+        return {"rc": 128, "stdout": FIO_JSON, "stderr": "", "stopped": False, "timed_out": True, "seconds": 9.0}
+
+    monkeypatch.setattr(fio_run, "run_until_stop_file", late)
+    result, _calls = run(monkeypatch, {"stop_file": "/run/stop-fio", "timeout": 9})
+    assert result["failed"] and "timeout=9" in result["msg"] and "/run/stop-fio never appeared" in result["msg"]

@@ -148,3 +148,24 @@ def test_teardown_without_a_record_uses_the_variables(tmp_path):
     result = saved(tmp_path, "h1")["result"]
     assert result["from_record"] is False
     assert [c["transport"] for c in result["connections"]] == ["tcp"]
+
+
+def test_teardown_removes_the_iopolicy_rule_the_record_names(tmp_path):
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "nvme").write_text("#!/bin/sh\nexit 99\n")
+    (tmp_path / "bin" / "nvme").chmod(0o755)
+    records = tmp_path / "records"
+    records.mkdir()
+    rule = tmp_path / "71-aiinfra-fabric-iopolicy-0123456789ab.rules"
+    rule.write_text("# a rule\n")
+    conn = {"transport": "tcp", "traddr": "10.99.0.7", "trsvcid": "4420", "nqn": "nqn.2024-04.com.example:recorded",
+            "host_traddr": ""}
+    record = {"file": str(records / "nvmeof_initiator-0123456789ab.json"), "written_by": "aiinfra.fabric.nvmeof_initiator",
+              "kernel_module": "nvme_tcp", "connections": [conn], "nsid": 1, "persistent": False, "mount_point": "",
+              "fstab": False, "iopolicy_rule": str(rule)}
+    (records / "nvmeof_initiator-0123456789ab.json").write_text(json.dumps(record) + "\n")
+    proc = play(tmp_path, {"h1": {}}, {"nvmeof_initiator_state": "absent", "__nvmeof_initiator_record_dir": str(records)})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    task = out.split("Remove the udev rules that kept the multipath I/O policy")[1].split("TASK [")[0]
+    assert "changed: [h1] => (item=%s)" % rule in task, task
