@@ -105,7 +105,7 @@ def parse_dropin(text, path):
         elif key == "controller":
             items = []
             for part in value.split(";"):
-                name, _, val = part.partition("=")
+                name, dummy, val = part.partition("=")
                 if name.strip():
                     items.append((name.strip(), val.strip()))
             doc["subsystems"][-1]["controllers"].append(items)
