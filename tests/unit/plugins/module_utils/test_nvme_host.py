@@ -252,6 +252,27 @@ def test_config_port_of_a_tls_connection_says_tls_and_holds_no_key():
     assert port == {"transport": "tcp", "traddr": "10.99.0.1", "trsvcid": "4420", "tls": True, "keyring": ".nvme"}
 
 
+def test_a_tls_connection_also_saves_its_discovery_entry_until_the_last_tls_subsystem_goes():
+    # Lab (trixie, nvme-cli 2.13): without it nvme connect-all reached the TLS port's discovery
+    # controller over plain TCP, was reset, and connected nothing, silently, at boot.
+    disc = "nqn.2014-08.org.nvmexpress.discovery"
+    one = desired_from_params(params(tls=True))
+    two = desired_from_params(params(tls=True, nqn=NQN + "2"))
+    config = config_with_port([], one, HOSTNQN, None)
+    subs = config[0]["subsystems"]
+    assert [s["nqn"] for s in subs] == [NQN, disc]
+    assert subs[1]["ports"] == [{"transport": "tcp", "traddr": "10.99.0.1", "trsvcid": "4420", "tls": True}]
+    assert config_with_port(config, one, HOSTNQN, None) == config
+    config = config_with_port(config, two, HOSTNQN, None)
+    assert [s["nqn"] for s in config[0]["subsystems"]] == [NQN, disc, NQN + "2"]
+    left = config_without_port(config, one, HOSTNQN)
+    assert [s["nqn"] for s in left[0]["subsystems"]] == [disc, NQN + "2"]
+    assert config_without_port(left, two, HOSTNQN) == []
+    # A plain connection saves no discovery entry.
+    plain = config_with_port([], desired_from_params(params()), HOSTNQN, None)
+    assert [s["nqn"] for s in plain[0]["subsystems"]] == [NQN]
+
+
 def test_concat_needs_tls_and_a_dhchap_secret():
     with pytest.raises(ValidationError, match="concat=true .* needs tls=true and dhchap_secret"):
         desired_from_params(params(concat=True, tls=True))
