@@ -330,7 +330,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.host import (
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.persist import (
     AUTOCONNECT_DROPIN, CONFIG_JSON, DROPIN, NVME_ETC, UNIT_PATHS, config_has_port, config_with_port,
-    config_without_port, dump_config, parse_config, unit_needs_condition_fix,
+    config_without_port, dump_config, parse_config, unit_context, unit_needs_condition_fix,
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.persist_ini import (
     dropin_has_port, dropin_is_empty, dropin_path, dropin_with_port, dropin_without_port, parse_dropin, render_dropin,
@@ -439,8 +439,9 @@ def main():
         module.fail_json(msg=str(exc))
     persisted_before = bool((config_has_port(config, desired, hostnqn) if hostnqn else False) or dropin_has_port(ini, desired))
     new_config, new_ini = config, ini
+    unit_text = next((t for t in (read_text(p) for p in UNIT_PATHS) if t), None) if saved_format else None
     if saved_format == "json":
-        new_config = config_with_port(config, desired, hostnqn, hostid)
+        new_config = config_with_port(config, desired, hostnqn, hostid, unit_context(unit_text))
     elif saved_format == "ini":
         new_ini = dropin_with_port(ini, desired, hostnqn, hostid, default_hostnqn)
     elif state == "disconnected":
@@ -455,7 +456,6 @@ def main():
         config_ops.append("%s %s" % ("remove" if dropin_is_empty(new_ini) else "write", ini_path))
     dropin_needed = False
     if state == "connected" and params["persistent"]:
-        unit_text = next((t for t in (read_text(p) for p in UNIT_PATHS) if t), None)
         if unit_needs_condition_fix(unit_text) and read_text(DROPIN) != AUTOCONNECT_DROPIN:
             dropin_needed = True
             config_ops.append("write %s" % DROPIN)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection import (
     ValidationError, normalize_traddr,
@@ -82,16 +83,22 @@ def _discovery_desired(desired):
             "nqn": DISCOVERY_NQN, "tls": True, "keyring": desired.get("keyring")}
 
 
-def config_with_port(config, desired, hostnqn, hostid):
+def config_with_port(config, desired, hostnqn, hostid, application=None):
     """A copy of the config with exactly this connection's port entry (added or updated);
-    a TLS connection also gets its address's discovery entry (see DISCOVERY_NQN)."""
-    config = _config_with_one_port(config, desired, hostnqn, hostid)
+    a TLS connection also gets its address's discovery entry (see DISCOVERY_NQN).
+
+    ``application``: the context nvmf-autoconnect.service runs ``nvme connect-all`` with
+    (:func:`unit_context`), set on the subsystem entries written. libnvme 1.13 (nvme-cli
+    2.13) matches saved entries only to subsystems of the same application when a context
+    is given: an entry without one is not applied at boot (lab: the discovery connection
+    then went out without TLS and was reset)."""
+    config = _config_with_one_port(config, desired, hostnqn, hostid, application)
     if desired.get("tls") and desired["nqn"] != DISCOVERY_NQN:
-        config = _config_with_one_port(config, _discovery_desired(desired), hostnqn, hostid)
+        config = _config_with_one_port(config, _discovery_desired(desired), hostnqn, hostid, application)
     return config
 
 
-def _config_with_one_port(config, desired, hostnqn, hostid):
+def _config_with_one_port(config, desired, hostnqn, hostid, application=None):
     config = copy.deepcopy(config or [])
     host = next((h for h in config if h.get("hostnqn") == hostnqn), None)
     if host is None:
@@ -104,6 +111,8 @@ def _config_with_one_port(config, desired, hostnqn, hostid):
     if subsys is None:
         subsys = {"nqn": desired["nqn"], "ports": []}
         subsystems.append(subsys)
+    if application:
+        subsys["application"] = application
     ports = subsys.setdefault("ports", [])
     wanted = config_port(desired)
     for index, port in enumerate(ports):
@@ -181,6 +190,18 @@ AUTOCONNECT_DROPIN = (
     "ConditionPathExists=|/etc/nvme/config.json\n"
     "ConditionPathExists=|/etc/nvme/discovery.conf\n"
 )
+
+
+def unit_context(unit_text):
+    """The ``--context`` nvmf-autoconnect.service passes to ``nvme connect-all`` (nvme-cli 2.13:
+    ``autoconnect``; 2.3: none), or None."""
+    for line in (unit_text or "").splitlines():
+        line = line.strip()
+        if line.startswith("ExecStart=") and "connect-all" in line:
+            match = re.search(r"--context[= ](\S+)", line)
+            if match:
+                return match.group(1)
+    return None
 
 
 def unit_needs_condition_fix(unit_text):

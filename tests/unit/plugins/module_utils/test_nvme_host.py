@@ -7,7 +7,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection imp
     plan_connection,
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.persist import (
-    config_has_port, config_with_port, config_without_port, parse_config, unit_needs_condition_fix,
+    config_has_port, config_with_port, config_without_port, parse_config, unit_context, unit_needs_condition_fix,
 )
 
 NQN = "nqn.2024-01.io.aiinfra.test:plain"
@@ -286,3 +286,19 @@ def test_tls_drift_both_ways():
     assert controller_drift(ctrl(tls=True), {}, desired_from_params(params())) == {
         "tls": {"current": True, "desired": False}}
     assert controller_drift(ctrl(tls=True), {}, desired_from_params(params(tls=True))) == {}
+
+
+def test_the_autoconnect_context_of_nvme_cli_2_13_is_written_as_the_application():
+    # nvme-cli 2.13's unit runs 'nvme connect-all --context=autoconnect'; on the trixie lab that
+    # command applied no saved entry without an application (the TLS discovery connection went
+    # out as plain TCP and was reset) while a plain 'nvme connect-all' connected over TLS.
+    import os
+    fixtures = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "nvme_cli")
+    with open(os.path.join(fixtures, "nvmf-autoconnect-service-nvme-cli-2.13.txt")) as handle:
+        assert unit_context(handle.read()) == "autoconnect"
+    bookworm = "[Service]\nExecStartPre=/sbin/modprobe nvme-fabrics\nExecStart=/usr/sbin/nvme connect-all\n"
+    assert unit_context(bookworm) is None and unit_context(None) is None
+    desired = desired_from_params(params(tls=True))
+    config = config_with_port([], desired, HOSTNQN, None, "autoconnect")
+    assert [s.get("application") for s in config[0]["subsystems"]] == ["autoconnect", "autoconnect"]
+    assert "application" not in config_with_port([], desired, HOSTNQN, None)[0]["subsystems"][0]
