@@ -170,11 +170,11 @@ options:
       - With O(tls=true) the port entry gets C(tls) (and C(keyring)) but no key; the PSK stays in
         the kernel keyring, which the aiinfra.fabric.nvme_tls role fills again at boot. The
         address's discovery subsystem gets an entry with C(tls) too (removed with the last TLS
-        subsystem saved on that address): C(nvme connect-all) reaches the discovery controller
+        subsystem saved on that address), because C(nvme connect-all) reaches the discovery controller
         first, and without it that connection goes out as plain TCP and a port that requires
         TLS resets it.
-      - Where C(nvmf-autoconnect.service) runs C(nvme connect-all --context=NAME) (nvme-cli 2.13:
-        C(autoconnect)), the subsystem entries written get C(application) NAME: libnvme 1.13
+      - Where C(nvmf-autoconnect.service) runs C(nvme connect-all --context=NAME) (C(autoconnect)
+        in nvme-cli 2.13), the subsystem entries written get C(application) NAME, since libnvme 1.13
         applies no saved entry of another or no application in that context.
       - false leaves the configuration as it is.
     type: bool
