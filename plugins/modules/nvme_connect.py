@@ -171,9 +171,23 @@ options:
       - The module first checks that C(nvme connect-all --help) lists C(--config) (it reads
         libnvme's JSON file; nvme-cli 2.3 and 2.13 do) and fails without changing anything
         when it does not, instead of writing a file the boot-time connect would not read.
+      - Which file is read from what the installed nvme-cli can do, not its version. Releases
+        that replaced C(config.json) with the INI C(/etc/nvme/nvme-fabrics.conf) ship
+        C(nvme config-convert) (2.3 and 2.13 answer "Invalid sub-command"); there the module
+        writes its own drop-in instead, C(/etc/nvme/nvme-fabrics.conf.d/aiinfra-fabric.conf)
+        (mode 0600; a host NQN other than C(/etc/nvme/hostnqn) gets its own file with a
+        C([Host]) section), one C([Subsystem]) per subsystem and one C(controller =) line per
+        path, and leaves C(config.json) untouched. O(state=disconnected) removes the path from
+        whichever of the two this module wrote, and the drop-in when nothing is left in it.
       - With O(tls=true) the port entry gets C(tls) (and C(keyring)) but no key; the PSK stays in
-        the kernel keyring, which the aiinfra.fabric.nvme_tls role fills again at boot. A TLS
-        connection coming back at boot this way is not yet proven in the lab.
+        the kernel keyring, which the aiinfra.fabric.nvme_tls role fills again at boot. The
+        address's discovery subsystem gets an entry with C(tls) too (removed with the last TLS
+        subsystem saved on that address), because C(nvme connect-all) reaches the discovery controller
+        first, and without it that connection goes out as plain TCP and a port that requires
+        TLS resets it.
+      - Where C(nvmf-autoconnect.service) runs C(nvme connect-all --context=NAME) (C(autoconnect)
+        in nvme-cli 2.13), the subsystem entries written get C(application) NAME, since libnvme 1.13
+        applies no saved entry of another or no application in that context.
       - false leaves the configuration as it is.
     type: bool
     default: false
@@ -345,7 +359,10 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.host import (
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.persist import (
     AUTOCONNECT_DROPIN, CONFIG_JSON, DROPIN, NVME_ETC, UNIT_PATHS, config_has_port, config_with_port,
-    config_without_port, dump_config, parse_config, unit_needs_condition_fix,
+    config_without_port, dump_config, parse_config, unit_context, unit_needs_condition_fix,
+)
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.persist_ini import (
+    dropin_has_port, dropin_is_empty, dropin_path, dropin_with_port, dropin_without_port, parse_dropin, render_dropin,
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.sysfs import FabricsSysfs
 
@@ -406,7 +423,10 @@ def main():
             module.fail_json(msg="cannot connect with tls=%s concat=%s fast_io_fail_tmo=%s on this host: %s" % (
                 desired["tls"], desired["concat"], desired["fast_io_fail_tmo"], "; ".join(missing)))
         tls_key_flag = caps.tls_key_flag or tls_key_flag
-    if state == "connected" and params["persistent"] and "config" not in cli.help_options("connect-all"):
+    # Where this nvme-cli keeps saved connections (config.json, or the INI nvme-fabrics.conf.d of
+    # releases that replaced it), from what it can do; only that format is written.
+    saved_format = cli.saved_connections_format() if params["persistent"] and state == "connected" else None
+    if saved_format == "json" and "config" not in cli.help_options("connect-all"):
         # The boot-time connect (nvmf-autoconnect: nvme connect-all) must read the file this
         # module writes; an nvme-cli whose connect-all takes no JSON --config does not.
         module.fail_json(msg="persistent=true writes libnvme's JSON configuration (%s), but this nvme-cli's "
@@ -450,19 +470,32 @@ def main():
         config = parse_config(config_text, CONFIG_JSON)
     except ValidationError as exc:
         module.fail_json(msg=str(exc))
-    persisted_before = config_has_port(config, desired, hostnqn) if hostnqn else False
-    new_config = config
-    if state == "connected" and params["persistent"]:
-        new_config = config_with_port(config, desired, hostnqn, hostid)
+    default_hostnqn = (read_text(os.path.join(NVME_ETC, "hostnqn")) or "").strip()
+    ini_path = dropin_path(hostnqn or default_hostnqn, default_hostnqn)
+    ini_text = read_text(ini_path)
+    try:
+        ini = parse_dropin(ini_text, ini_path)
+    except ValidationError as exc:
+        module.fail_json(msg=str(exc))
+    persisted_before = bool((config_has_port(config, desired, hostnqn) if hostnqn else False) or dropin_has_port(ini, desired))
+    new_config, new_ini = config, ini
+    unit_text = next((t for t in (read_text(p) for p in UNIT_PATHS) if t), None) if saved_format else None
+    if saved_format == "json":
+        new_config = config_with_port(config, desired, hostnqn, hostid, unit_context(unit_text))
+    elif saved_format == "ini":
+        new_ini = dropin_with_port(ini, desired, hostnqn, hostid, default_hostnqn)
     elif state == "disconnected":
+        # Removed from wherever this module wrote it (the entry holds secrets).
         new_config = config_without_port(config, desired, hostnqn)
+        new_ini = dropin_without_port(ini, desired)
     config_ops = []
     if new_config != config:
         config_ops.append("remove /etc/nvme/config.json" if not new_config and config_text is not None
                           else "write /etc/nvme/config.json")
+    if new_ini != ini:
+        config_ops.append("%s %s" % ("remove" if dropin_is_empty(new_ini) else "write", ini_path))
     dropin_needed = False
     if state == "connected" and params["persistent"]:
-        unit_text = next((t for t in (read_text(p) for p in UNIT_PATHS) if t), None)
         if unit_needs_condition_fix(unit_text) and read_text(DROPIN) != AUTOCONNECT_DROPIN:
             dropin_needed = True
             config_ops.append("write %s" % DROPIN)
@@ -495,7 +528,8 @@ def main():
             "state": state,
             "controllers": [c["name"] for c in after_ctrls] + (["(new)"] if ("connect", None) in ops else []),
             "devices": [d["path"] for d in sysfs.devices_of(after_ctrls)],
-            "persistent": config_has_port(new_config, desired, hostnqn) if hostnqn else False,
+            "persistent": bool((config_has_port(new_config, desired, hostnqn) if hostnqn else False)
+                               or dropin_has_port(new_ini, desired)),
         }
         result.update(controllers=[public_controller(c) for c in after_ctrls],
                       devices=sysfs.devices_of(after_ctrls), persistent=after["persistent"])
@@ -544,6 +578,12 @@ def main():
             os.unlink(CONFIG_JSON)
         else:
             write_atomic(module, CONFIG_JSON, dump_config(new_config), 0o600)
+    if new_ini != ini:
+        if dropin_is_empty(new_ini):
+            if ini_text is not None:
+                os.unlink(ini_path)
+        else:
+            write_atomic(module, ini_path, render_dropin(new_ini), 0o600)
     if dropin_needed:
         write_atomic(module, DROPIN, AUTOCONNECT_DROPIN, 0o644)
         systemctl = module.get_bin_path("systemctl", required=True)
@@ -551,7 +591,8 @@ def main():
         if rc != 0:
             module.fail_json(msg="systemctl daemon-reload failed after writing %s" % DROPIN, rc=rc, stdout=out, stderr=err)
 
-    persisted_after = config_has_port(new_config, desired, hostnqn) if hostnqn else False
+    persisted_after = bool((config_has_port(new_config, desired, hostnqn) if hostnqn else False)
+                           or dropin_has_port(new_ini, desired))
     result.update(controllers=[public_controller(c) for c in controllers], devices=devices,
                   persistent=persisted_after)
     if module._diff:

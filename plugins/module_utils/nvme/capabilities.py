@@ -113,3 +113,16 @@ class ConnectCapabilities(object):
                             "multipath, I/O queued on a lost path moves to another live path when the "
                             "controller resets, without it")
         return problems
+
+
+def saved_connections_format(config_convert_rc, config_convert_text):
+    """Where this nvme-cli keeps saved connections, read from what it can do.
+
+    Releases that replaced libnvme's JSON file with the INI ``/etc/nvme/nvme-fabrics.conf``
+    (+ ``.conf.d/``) ship ``nvme config-convert`` to convert an old config.json; 2.x has no
+    such command ("Invalid sub-command", exit 1, in 2.3 and 2.13). Returns ``"ini"`` or ``"json"``.
+    """
+    text = _ANSI.sub("", config_convert_text or "")
+    if config_convert_rc == 0 and "config-convert" in text and "Invalid sub-command" not in text:
+        return "ini"
+    return "json"

@@ -15,7 +15,7 @@ import os
 import re
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.capabilities import (
-    ConnectCapabilities, parse_long_options,
+    ConnectCapabilities, parse_long_options, saved_connections_format,
 )
 
 NVME_ENV = {"LC_ALL": "C", "LANG": "C"}
@@ -344,6 +344,11 @@ class NvmeCli(object):
         """The long options ``nvme <command> --help`` lists (empty when it fails)."""
         rc, out, err = self.run([self.nvme, command, "--help"], check=False)
         return parse_long_options((out or "") + "\n" + (err or ""))
+
+    def saved_connections_format(self):
+        """"ini" when this nvme-cli reads /etc/nvme/nvme-fabrics.conf(.d), "json" for config.json."""
+        rc, out, err = self.run([self.nvme, "config-convert", "--help"], check=False)
+        return saved_connections_format(rc, (out or "") + "\n" + (err or ""))
 
     def gen_hostnqn(self):
         return self.run([self.nvme, "gen-hostnqn"])[1].strip()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection import (
     ValidationError, normalize_traddr,
@@ -68,8 +69,36 @@ def config_has_port(config, desired, hostnqn):
     return False
 
 
-def config_with_port(config, desired, hostnqn, hostid):
-    """A copy of the config with exactly this connection's port entry (added or updated)."""
+# nvme connect-all reaches each saved address's discovery controller first; libnvme applies
+# the settings of a saved entry for (discovery NQN, address) to that connection. Without
+# one, the discovery connection to a port that requires TLS goes out as plain TCP, the
+# target resets it, and connect-all ends silently with nothing connected (seen on the
+# trixie lab, nvme-cli 2.13). So a TLS connection also saves its address's discovery entry.
+DISCOVERY_NQN = "nqn.2014-08.org.nvmexpress.discovery"
+
+
+def _discovery_desired(desired):
+    return {"transport": desired["transport"], "traddr": desired.get("traddr"), "trsvcid": desired.get("trsvcid"),
+            "host_traddr": desired.get("host_traddr"), "host_iface": desired.get("host_iface"),
+            "nqn": DISCOVERY_NQN, "tls": True, "keyring": desired.get("keyring")}
+
+
+def config_with_port(config, desired, hostnqn, hostid, application=None):
+    """A copy of the config with exactly this connection's port entry (added or updated);
+    a TLS connection also gets its address's discovery entry (see DISCOVERY_NQN).
+
+    ``application``: the context nvmf-autoconnect.service runs ``nvme connect-all`` with
+    (:func:`unit_context`), set on the subsystem entries written. libnvme 1.13 (nvme-cli
+    2.13) matches saved entries only to subsystems of the same application when a context
+    is given: an entry without one is not applied at boot (lab: the discovery connection
+    then went out without TLS and was reset)."""
+    config = _config_with_one_port(config, desired, hostnqn, hostid, application)
+    if desired.get("tls") and desired["nqn"] != DISCOVERY_NQN:
+        config = _config_with_one_port(config, _discovery_desired(desired), hostnqn, hostid, application)
+    return config
+
+
+def _config_with_one_port(config, desired, hostnqn, hostid, application=None):
     config = copy.deepcopy(config or [])
     host = next((h for h in config if h.get("hostnqn") == hostnqn), None)
     if host is None:
@@ -82,6 +111,8 @@ def config_with_port(config, desired, hostnqn, hostid):
     if subsys is None:
         subsys = {"nqn": desired["nqn"], "ports": []}
         subsystems.append(subsys)
+    if application:
+        subsys["application"] = application
     ports = subsys.setdefault("ports", [])
     wanted = config_port(desired)
     for index, port in enumerate(ports):
@@ -95,7 +126,23 @@ def config_with_port(config, desired, hostnqn, hostid):
 
 def config_without_port(config, desired, hostnqn=None):
     """A copy of the config without this connection's port entry; empty subsystems and
-    hosts that only carried them are dropped."""
+    hosts that only carried them are dropped. The address's TLS discovery entry goes with
+    the last TLS subsystem saved on that address."""
+    config = _config_without_one_port(config, desired, hostnqn)
+    if desired["nqn"] == DISCOVERY_NQN:
+        return config
+    discovery = _discovery_desired(desired)
+    for host in config:
+        if hostnqn is not None and host.get("hostnqn") != hostnqn:
+            continue
+        for subsys in host.get("subsystems") or []:
+            if subsys.get("nqn") != DISCOVERY_NQN and any(
+                    p.get("tls") and _same_port(p, discovery) for p in subsys.get("ports") or []):
+                return config
+    return _config_without_one_port(config, discovery, hostnqn)
+
+
+def _config_without_one_port(config, desired, hostnqn=None):
     result = []
     for host in copy.deepcopy(config or []):
         if hostnqn is None or host.get("hostnqn") == hostnqn:
@@ -143,6 +190,18 @@ AUTOCONNECT_DROPIN = (
     "ConditionPathExists=|/etc/nvme/config.json\n"
     "ConditionPathExists=|/etc/nvme/discovery.conf\n"
 )
+
+
+def unit_context(unit_text):
+    """The ``--context`` nvmf-autoconnect.service passes to ``nvme connect-all`` (nvme-cli 2.13:
+    ``autoconnect``; 2.3: none), or None."""
+    for line in (unit_text or "").splitlines():
+        line = line.strip()
+        if line.startswith("ExecStart=") and "connect-all" in line:
+            match = re.search(r"--context[= ](\S+)", line)
+            if match:
+                return match.group(1)
+    return None
 
 
 def unit_needs_condition_fix(unit_text):

@@ -32,7 +32,10 @@ ANA_STATES = ("optimized", "non-optimized", "inaccessible", "persistent-loss", "
 SUBSYSTEM_KEYS = ("nqn", "namespaces", "allowed_hosts", "allow_any_host", "ports")
 NAMESPACE_KEYS = ("nsid", "device", "serial", "wwn", "file", "size_mb", "uuid", "nguid", "ana_group", "enabled")
 NAMESPACE_SOURCES = ("device", "serial", "wwn", "file")
-PORT_KEYS = ("id", "transport", "address", "service_id", "adrfam", "ana_groups")
+PORT_KEYS = ("id", "transport", "address", "service_id", "adrfam", "ana_groups", "tls")
+# NVMe/TCP TLS of a port: required (TLS 1.3 only), allowed (TLS 1.3 or plain TCP), none.
+TLS_MODES = ("none", "required", "allowed")
+_TLS_TREQ = {"required": "required", "allowed": "not required"}
 # Names the kernel gives in discovery order: they can change at the next boot.
 _KERNEL_NAME = re.compile(r"^/dev/(nvme\d+n\d+(p\d+)?|nvme\d+c\d+n\d+|[shv]d[a-z]+\d*|xvd[a-z]+\d*)$")
 _NQN = re.compile(r"^nqn\.\d{4}-\d{2}\.[^:]+(:.+)?$|^nqn\.2014-08\.org\.nvmexpress:uuid:[0-9a-fA-F-]{36}$")
@@ -41,7 +44,7 @@ _PART = re.compile(r"-part\d+$")
 _SHORT_PORT = "<short port>"
 _SHORT_NAMES = {"id": "nvmeof_target_port_id", "transport": "nvmeof_target_transport",
                 "address": "nvmeof_target_address", "service_id": "nvmeof_target_trsvcid",
-                "adrfam": "nvmeof_target_adrfam"}
+                "adrfam": "nvmeof_target_adrfam", "tls": "nvmeof_target_tls"}
 
 
 def _short_names(error):
@@ -109,6 +112,8 @@ def short_form(v):
             "service_id": v.get("trsvcid", "4420")}
     if v.get("adrfam"):
         port["adrfam"] = v["adrfam"]
+    if v.get("tls"):
+        port["tls"] = v["tls"]
     return [sub], [port]
 
 
@@ -182,7 +187,13 @@ def _port(p, where, errors):
         if gid is not None and gid in [x["id"] for x in groups]:
             errors.append("%s.id: group %d is listed twice" % (gw, gid))
         groups.append({"id": gid, "state": g.get("state", "optimized")})
-    out.update(transport=transport, address=address, service_id=str(service), adrfam=adrfam, ana_groups=groups)
+    tls = p.get("tls", "none")
+    if tls not in TLS_MODES:
+        errors.append("%s.tls: %r is not one of %s" % (where, tls, ", ".join(TLS_MODES)))
+    elif tls != "none" and transport != "tcp":
+        errors.append("%s.tls: TLS is for NVMe/TCP ports; this port's transport is %s" % (where, transport))
+    out.update(transport=transport, address=address, service_id=str(service), adrfam=adrfam, ana_groups=groups,
+               tls=tls)
     return out
 
 
@@ -400,6 +411,9 @@ def build_document(topology, members, identities):
                  "addr": {"trtype": p["transport"], "adrfam": p["adrfam"], "traddr": p["address"],
                           "trsvcid": p["service_id"]},
                  "subsystems": [s["nqn"] for s in topology["subsystems"] if p["id"] in s["ports"]]}
+        if p.get("tls", "none") != "none":
+            # The kernel refuses treq "not specified" once tsas is tls1.3; nvmet_target writes treq first.
+            entry["addr"].update(treq=_TLS_TREQ[p["tls"]], tsas="tls1.3")
         if p["ana_groups"]:
             entry["ana_groups"] = [{"grpid": g["id"], "ana": {"state": g["state"]}} for g in p["ana_groups"]]
         ports.append(entry)

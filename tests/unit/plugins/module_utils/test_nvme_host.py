@@ -7,7 +7,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection imp
     other_identities_at_address, plan_connection,
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.persist import (
-    config_has_port, config_with_port, config_without_port, parse_config, unit_needs_condition_fix,
+    config_has_port, config_with_port, config_without_port, parse_config, unit_context, unit_needs_condition_fix,
 )
 
 NQN = "nqn.2024-01.io.aiinfra.test:plain"
@@ -269,6 +269,27 @@ def test_config_port_of_a_tls_connection_says_tls_and_holds_no_key():
     assert port == {"transport": "tcp", "traddr": "10.99.0.1", "trsvcid": "4420", "tls": True, "keyring": ".nvme"}
 
 
+def test_a_tls_connection_also_saves_its_discovery_entry_until_the_last_tls_subsystem_goes():
+    # Lab (trixie, nvme-cli 2.13): without it nvme connect-all reached the TLS port's discovery
+    # controller over plain TCP, was reset, and connected nothing, silently, at boot.
+    disc = "nqn.2014-08.org.nvmexpress.discovery"
+    one = desired_from_params(params(tls=True))
+    two = desired_from_params(params(tls=True, nqn=NQN + "2"))
+    config = config_with_port([], one, HOSTNQN, None)
+    subs = config[0]["subsystems"]
+    assert [s["nqn"] for s in subs] == [NQN, disc]
+    assert subs[1]["ports"] == [{"transport": "tcp", "traddr": "10.99.0.1", "trsvcid": "4420", "tls": True}]
+    assert config_with_port(config, one, HOSTNQN, None) == config
+    config = config_with_port(config, two, HOSTNQN, None)
+    assert [s["nqn"] for s in config[0]["subsystems"]] == [NQN, disc, NQN + "2"]
+    left = config_without_port(config, one, HOSTNQN)
+    assert [s["nqn"] for s in left[0]["subsystems"]] == [disc, NQN + "2"]
+    assert config_without_port(left, two, HOSTNQN) == []
+    # A plain connection saves no discovery entry.
+    plain = config_with_port([], desired_from_params(params()), HOSTNQN, None)
+    assert [s["nqn"] for s in plain[0]["subsystems"]] == [NQN]
+
+
 def test_concat_needs_tls_and_a_dhchap_secret():
     with pytest.raises(ValidationError, match="concat=true .* needs tls=true and dhchap_secret"):
         desired_from_params(params(concat=True, tls=True))
@@ -294,3 +315,19 @@ def test_fast_io_fail_tmo_drift_reads_off_as_minus_one():
         "fast_io_fail_tmo": {"current": -1, "desired": 2}}
     with pytest.raises(ValidationError, match="fast_io_fail_tmo=-2 must be >= -1"):
         desired_from_params(params(fast_io_fail_tmo=-2))
+
+
+def test_the_autoconnect_context_of_nvme_cli_2_13_is_written_as_the_application():
+    # nvme-cli 2.13's unit runs 'nvme connect-all --context=autoconnect'; on the trixie lab that
+    # command applied no saved entry without an application (the TLS discovery connection went
+    # out as plain TCP and was reset) while a plain 'nvme connect-all' connected over TLS.
+    import os
+    fixtures = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "nvme_cli")
+    with open(os.path.join(fixtures, "nvmf-autoconnect-service-nvme-cli-2.13.txt")) as handle:
+        assert unit_context(handle.read()) == "autoconnect"
+    bookworm = "[Service]\nExecStartPre=/sbin/modprobe nvme-fabrics\nExecStart=/usr/sbin/nvme connect-all\n"
+    assert unit_context(bookworm) is None and unit_context(None) is None
+    desired = desired_from_params(params(tls=True))
+    config = config_with_port([], desired, HOSTNQN, None, "autoconnect")
+    assert [s.get("application") for s in config[0]["subsystems"]] == ["autoconnect", "autoconnect"]
+    assert "application" not in config_with_port([], desired, HOSTNQN, None)[0]["subsystems"][0]

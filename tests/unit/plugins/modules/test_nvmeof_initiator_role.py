@@ -169,3 +169,15 @@ def test_teardown_removes_the_iopolicy_rule_the_record_names(tmp_path):
     assert proc.returncode == 0, out
     task = out.split("Remove the udev rules that kept the multipath I/O policy")[1].split("TASK [")[0]
     assert "changed: [h1] => (item=%s)" % rule in task, task
+
+
+def test_tls_over_rdma_and_concat_without_dhchap_are_refused_before_any_change(tmp_path):
+    for extra in ({"nvmeof_initiator_tls": True, "nvmeof_initiator_transport": "rdma"},
+                  {"nvmeof_initiator_tls": True, "nvmeof_initiator_transport": "tcp", "nvmeof_initiator_tls_concat": True},
+                  {"nvmeof_initiator_subsystems": [{"nqn": "nqn.2026-12.io.aiinfra.lab:x", "tls": True,
+                                                    "paths": [{"transport": "rdma", "traddr": "10.99.0.1"}]}]}):
+        proc = play(tmp_path, {"h1": {}}, extra)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode != 0, out
+        assert "TLS is NVMe/TCP only" in out or "with tls (TLS is NVMe/TCP only)" in out, out
+        assert "Record what this converge sets up" not in out and "Create the record directory" not in out
