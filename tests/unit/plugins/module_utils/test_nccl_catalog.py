@@ -58,6 +58,11 @@ def test_the_published_figures_are_the_ones_read_from_their_sources():
     assert figures["h200-single-8-all_reduce"] == 479.98
     assert figures["a100_sxm-single-8-all_reduce"] == 231.58
     assert figures["gb200-single-4-all_reduce"] == 679.61
+    # CoreWeave's full-rack NVL72 example (out-of-place, 8 GiB) and the NCCL maintainers'
+    # per-NIC rule (24 GB/s per 200 Gb/s NIC) times the NICs per node.
+    assert figures["gb200-nvl72-domain-all_reduce"] == 834.57
+    assert figures["a100_sxm-multi-8x200g-all_reduce"] == 8 * 24
+    assert figures["h100_sxm-multi-8x400g-all_reduce"] == figures["h200-multi-8x400g-all_reduce"] == 8 * 48
     assert figures["mi300x-single-8-all_reduce"] == 316.82
     assert figures["b200-single-8-all_reduce"] is None
 
