@@ -9,30 +9,12 @@ installs there too (its key loader and library), which must stay."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TOP = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
-ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
-
-PLAYBOOK = """
-- name: Tear the target down
-  hosts: all
-  gather_facts: false
-  roles:
-    - role: aiinfra.fabric.nvmeof_target
-      vars:
-        nvmeof_target_state: absent
-"""
+from role_harness import run_local_role  # tests/unit/plugins/modules/role_harness.py
 
 
 def teardown(tmp_path, record_dir, extra=None):
-    (tmp_path / "play.yml").write_text(PLAYBOOK)
-    inv = {"all": {"hosts": {"h1": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}
-    (tmp_path / "hosts.yml").write_text(json.dumps(inv))
     extra = dict({
         "__nvmeof_target_record": str(record_dir / "nvmeof_target.json"),
         "__nvmeof_target_nvmetcli_marker": str(record_dir / "nvmet.service.masked"),
@@ -40,12 +22,7 @@ def teardown(tmp_path, record_dir, extra=None):
         "__nvmeof_target_others_left": True,
         "nvmeof_target_save_file": str(tmp_path / "etc-nvmet" / "config.json"),
     }, **(extra or {}))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(TOP, ".cache", "collections"),
-               ANSIBLE_ROLES_PATH=os.path.join(TOP, "roles"), ANSIBLE_NOCOLOR="1", ANSIBLE_STRATEGY="linear")
-    env.pop("ANSIBLE_STRATEGY_PLUGINS", None)
-    env.pop("ANSIBLE_CONFIG", None)
-    argv = [ANSIBLE_PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml"), "-e", json.dumps(extra)]
-    return subprocess.run(argv, capture_output=True, text=True, env=env, cwd=str(tmp_path), check=False)
+    return run_local_role(tmp_path, "aiinfra.fabric.nvmeof_target", {"nvmeof_target_state": "absent"}, extra)
 
 
 def test_target_teardown_keeps_the_initiator_records_beside_its_own(tmp_path):
