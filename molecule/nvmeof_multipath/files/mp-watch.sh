@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/usr/bin/env bash
 # mp-watch.sh LOG CTRL PATHDEV - log, in Unix epoch milliseconds (fio's clock), every
 # change of one path: its controller's state (/sys/class/nvme/CTRL/state) and its ANA
 # state on one namespace (/sys/class/nvme/CTRL/PATHDEV/ana_state). Sampled every 0.1 s without

@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/usr/bin/env bash
 # take-path.sh down|up IFACE  - take te2's link IFACE down or up; print when (epoch ms).
 # take-path.sh now             - print the time (epoch ms).
 # take-path.sh wait LOG SINCE_MS STATE_RE ANA_RE TIMEOUT_S
