@@ -9,20 +9,15 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection imp
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.persist import (
     config_has_port, config_with_port, config_without_port, parse_config, unit_context, unit_needs_condition_fix,
 )
+from nvme_params import NQN, connect_params  # tests/unit/plugins/module_utils/nvme_params.py
 
-NQN = "nqn.2024-01.io.aiinfra.test:plain"
 HOSTNQN = "nqn.2014-08.org.nvmexpress:uuid:819aca5a-f59f-42a3-bc77-d440efb6a6b0"
 KEY = "DHHC-1:00:ZmFrZS1ob3N0LWtleS1mb3ItdW5pdC10ZXN0cy0wMDA=:"
 KEY2 = "DHHC-1:00:ZmFrZS1jdHJsLWtleS1mb3ItdW5pdC10ZXN0cy0wMDA=:"
 
 
 def params(**over):
-    base = dict(transport="tcp", traddr="10.99.0.1", trsvcid="4420", nqn=NQN, host_traddr=None, host_iface=None,
-                hostnqn=None, hostid=None, ctrl_loss_tmo=None, reconnect_delay=None, keep_alive_tmo=None,
-                nr_io_queues=None, queue_size=None, dhchap_secret=None, dhchap_ctrl_secret=None, tls=False,
-                tls_key=None, keyring=None)
-    base.update(over)
-    return base
+    return connect_params(**over)
 
 
 def ctrl(name="nvme0", **over):

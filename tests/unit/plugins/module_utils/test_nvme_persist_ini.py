@@ -16,8 +16,8 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.persist_ini im
     DROPIN_DIR, dropin_has_port, dropin_is_empty, dropin_path, dropin_with_port, dropin_without_port, parse_dropin,
     render_dropin,
 )
+from nvme_params import NQN, connect_params  # tests/unit/plugins/module_utils/nvme_params.py
 
-NQN = "nqn.2024-01.io.aiinfra.test:plain"
 HOSTNQN = "nqn.2014-08.org.nvmexpress:uuid:819aca5a-f59f-42a3-bc77-d440efb6a6b0"
 OTHER = "nqn.2014-08.org.nvmexpress:uuid:11111111-2222-3333-4444-555555555555"
 KEY = "DHHC-1:00:ZmFrZS1ob3N0LWtleS1mb3ItdW5pdC10ZXN0cy0wMDA=:"
@@ -26,12 +26,7 @@ EMPTY = {"host": [], "subsystems": []}
 
 
 def params(**over):
-    base = dict(transport="tcp", traddr="10.99.0.1", trsvcid="4420", nqn=NQN, host_traddr=None, host_iface=None,
-                hostnqn=None, hostid=None, ctrl_loss_tmo=None, reconnect_delay=None, keep_alive_tmo=None,
-                nr_io_queues=None, queue_size=None, dhchap_secret=None, dhchap_ctrl_secret=None, tls=False,
-                tls_key=None, keyring=None)
-    base.update(over)
-    return desired_from_params(base)
+    return desired_from_params(connect_params(**over))
 
 
 def test_nvme_cli_2_3_and_2_13_keep_config_json_and_an_ini_release_the_drop_in():

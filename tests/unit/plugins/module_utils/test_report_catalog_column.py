@@ -14,8 +14,8 @@ import os
 import yaml
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import catalog as C
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report import collect as K, judge as J, model as M
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report import render as R
+from report_doc import report_document  # tests/unit/plugins/module_utils/report_doc.py
 
 TOP = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..")
 FIXTURES = os.path.join(TOP, "tests", "fixtures", "report")
@@ -23,16 +23,6 @@ FIXTURES = os.path.join(TOP, "tests", "fixtures", "report")
 OVERRIDE = {"id": "gh200-single-4-all_reduce-test", "model": "gh200", "scope": "single_node", "gpus": 4,
             "test": "all_reduce", "min_size": "128M", "busbw": 150, "tolerance_pct": 10,
             "source": {"title": "constructed for a unit test"}}
-
-
-def _document(facts):
-    benchmarks, hosts = K.collect(facts)
-    metrics = M.derive_metrics(benchmarks, hosts)
-    doc = {"schema": M.SCHEMA, "schema_version": M.SCHEMA_VERSION,
-           "run": {"id": "t", "generated": "2026-12-01T00:00:00Z", "label": ""}, "hosts": hosts,
-           "benchmarks": benchmarks, "metrics": metrics, "baseline": None}
-    doc["checks"], doc["summary"] = J.evaluate(metrics, outlier_opts={})
-    return doc
 
 
 def _gpu1_with_verdict():
@@ -53,7 +43,7 @@ def test_the_html_nccl_table_has_the_catalog_verdict():
     gpu, run = _gpu1_with_verdict()
     verdict = run["expectation"]
     assert verdict["status"] == C.BELOW and verdict["expected_busbw"] > run["largest_size_busbw"]
-    html = R.render_html(_document({"gpu1": gpu}))
+    html = R.render_html(report_document({"gpu1": gpu}, outlier_opts={}))
     nccl = html.split("<h2>NCCL collectives</h2>", 1)[1].split("<h2>", 1)[0]
     assert "<th>expected busbw (GB/s)</th><th>catalog verdict</th>" in nccl
     # The run's row: the expected figure, a 'below' badge and the module's sentence (escaped).
@@ -67,7 +57,7 @@ def test_the_html_nccl_table_has_the_catalog_verdict():
 def test_a_run_without_a_verdict_leaves_the_column_empty():
     with open(os.path.join(FIXTURES, "role_captured", "gpu1.json")) as handle:
         gpu = json.load(handle)
-    html = R.render_html(_document({"gpu1": gpu}))
+    html = R.render_html(report_document({"gpu1": gpu}, outlier_opts={}))
     nccl = html.split("<h2>NCCL collectives</h2>", 1)[1].split("<h2>", 1)[0]
     assert "<th>catalog verdict</th>" in nccl
     # No verdict, no badge: the table's other cells are plain values.

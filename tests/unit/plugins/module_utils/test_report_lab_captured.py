@@ -14,6 +14,7 @@ import pytest
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report import judge as J, baseline as B  # noqa: E402
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report import collect as K, model as M
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report import render as R
+from report_doc import report_document  # tests/unit/plugins/module_utils/report_doc.py
 
 HERE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "report", "lab_captured")
 
@@ -54,12 +55,7 @@ def test_lab_run_metrics(captured):
 
 
 def test_lab_run_renders_and_a_degraded_copy_fails_against_it(captured):
-    benchmarks, hosts = K.collect(captured)
-    metrics = M.derive_metrics(benchmarks, hosts)
-    doc = {"schema": M.SCHEMA, "schema_version": M.SCHEMA_VERSION,
-           "run": {"id": "lab", "generated": "2026-11-30T05:46:07Z", "label": ""}, "hosts": hosts,
-           "benchmarks": benchmarks, "metrics": metrics, "baseline": None}
-    doc["checks"], doc["summary"] = J.evaluate(metrics)
+    doc = report_document(captured, run_id="lab", generated="2026-11-30T05:46:07Z")
     files = R.render_files(doc, plots=False)
     assert {"fio.csv", "mpi.csv", "nvmeof.csv"} <= set(files)
     baseline = B.load_baseline(json.loads(files["results.json"]))

@@ -10,10 +10,11 @@ import shutil
 
 import pytest
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report import collect as K, judge as J, model as M
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report import render as R
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.saved import read_saved_results
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.summary import summary_lines
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report import collect as K
+from report_doc import report_document  # tests/unit/plugins/module_utils/report_doc.py
 
 HERE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "report", "sweep_captured")
 NODES = ("te1", "te2", "te3")
@@ -31,13 +32,7 @@ def on_every_node(fact):
 
 
 def document(host_facts):
-    benchmarks, hosts = K.collect(host_facts)
-    metrics = M.derive_metrics(benchmarks, hosts)
-    doc = {"schema": M.SCHEMA, "schema_version": M.SCHEMA_VERSION,
-           "run": {"id": "lab", "generated": "2026-12-01T07:00:00Z", "label": ""}, "hosts": hosts,
-           "benchmarks": benchmarks, "metrics": metrics, "baseline": None}
-    doc["checks"], doc["summary"] = J.evaluate(metrics, outlier_opts={})
-    return doc
+    return report_document(host_facts, run_id="lab", generated="2026-12-01T07:00:00Z", outlier_opts={})
 
 
 @pytest.fixture(scope="module")
