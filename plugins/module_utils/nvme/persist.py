@@ -50,13 +50,19 @@ def config_port(desired):
     return port
 
 
-def _same_port(port, desired):
+def same_path(fields, desired, sep="_"):
+    """Whether a saved path (config.json's port, or an INI controller line's keys with
+    sep "-") is the desired connection's: transport, addresses, service id, interface."""
     transport = desired["transport"]
-    return (port.get("transport") == transport
-            and normalize_traddr(transport, port.get("traddr")) == desired.get("traddr")
-            and (port.get("trsvcid") or None) == desired.get("trsvcid")
-            and normalize_traddr(transport, port.get("host_traddr")) == desired.get("host_traddr")
-            and (port.get("host_iface") or None) == desired.get("host_iface"))
+    return (fields.get("transport") == transport
+            and normalize_traddr(transport, fields.get("traddr")) == desired.get("traddr")
+            and (fields.get("trsvcid") or None) == desired.get("trsvcid")
+            and normalize_traddr(transport, fields.get("host%straddr" % sep)) == desired.get("host_traddr")
+            and (fields.get("host%siface" % sep) or None) == desired.get("host_iface"))
+
+
+def _same_port(port, desired):
+    return same_path(port, desired)
 
 
 def config_has_port(config, desired, hostnqn):

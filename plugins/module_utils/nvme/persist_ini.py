@@ -22,8 +22,9 @@ from __future__ import annotations
 import hashlib
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection import (
-    ValidationError, normalize_traddr,
+    ValidationError,
 )
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.persist import same_path
 
 DROPIN_DIR = "/etc/nvme/nvme-fabrics.conf.d"
 # Path keys of a ``controller =`` line, then the tunables it may carry per path.
@@ -68,13 +69,7 @@ def _section_keys(desired):
 
 
 def _same_path(items, desired):
-    line = dict(items)
-    transport = desired["transport"]
-    return (line.get("transport") == transport
-            and normalize_traddr(transport, line.get("traddr")) == desired.get("traddr")
-            and (line.get("trsvcid") or None) == desired.get("trsvcid")
-            and normalize_traddr(transport, line.get("host-traddr")) == desired.get("host_traddr")
-            and (line.get("host-iface") or None) == desired.get("host_iface"))
+    return same_path(dict(items), desired, sep="-")
 
 
 def parse_dropin(text, path):
