@@ -113,11 +113,15 @@ def test_shared_on_one_host_only_is_still_refused(tmp_path):
     assert proc.returncode != 0 and "hosts declaring it: h1" in out, out
 
 
-def test_teardown_works_from_the_record_not_its_variables(tmp_path):
-    # A stand-in nvme binary: nvme_connect needs one on PATH; in check mode it is never run.
+def fake_nvme(tmp_path):
+    """A stand-in nvme binary on play()'s PATH: nvme_connect needs one; in check mode it is never run."""
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "nvme").write_text("#!/bin/sh\nexit 99\n")
     (tmp_path / "bin" / "nvme").chmod(0o755)
+
+
+def test_teardown_works_from_the_record_not_its_variables(tmp_path):
+    fake_nvme(tmp_path)
     records = tmp_path / "records"
     records.mkdir()
     conn = {"transport": "tcp", "traddr": "10.99.0.7", "trsvcid": "4420", "nqn": "nqn.2024-04.com.example:recorded",
@@ -139,9 +143,7 @@ def test_teardown_works_from_the_record_not_its_variables(tmp_path):
 
 
 def test_teardown_without_a_record_uses_the_variables(tmp_path):
-    (tmp_path / "bin").mkdir()
-    (tmp_path / "bin" / "nvme").write_text("#!/bin/sh\nexit 99\n")
-    (tmp_path / "bin" / "nvme").chmod(0o755)
+    fake_nvme(tmp_path)
     proc = play(tmp_path, {"h1": {}}, {"nvmeof_initiator_state": "absent", "nvmeof_initiator_transport": "tcp",
                                        "__nvmeof_initiator_record_dir": str(tmp_path / "none")})
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -151,9 +153,7 @@ def test_teardown_without_a_record_uses_the_variables(tmp_path):
 
 
 def test_teardown_removes_the_iopolicy_rule_the_record_names(tmp_path):
-    (tmp_path / "bin").mkdir()
-    (tmp_path / "bin" / "nvme").write_text("#!/bin/sh\nexit 99\n")
-    (tmp_path / "bin" / "nvme").chmod(0o755)
+    fake_nvme(tmp_path)
     records = tmp_path / "records"
     records.mkdir()
     rule = tmp_path / "71-aiinfra-fabric-iopolicy-0123456789ab.rules"
