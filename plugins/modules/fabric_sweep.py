@@ -91,6 +91,16 @@ options:
     description: How far below the group median or the expectation (a fraction) a pair may be before it is low.
     type: float
     default: 0.2
+  retest_low:
+    description:
+      - How many times a low pair of the pairwise or reference sweep is measured again before it counts as
+        low. Only the pairs still low are run again, in rounds of disjoint pairs, and each pair keeps its best
+        value (RV(pairs[].samples) lists them all), so a job slowed once by a passing cause (another job on
+        the host, a retransmit burst) names nobody, while a slow node or link is low every time.
+      - Costs one more job per low pair and attempt, nothing when no pair is low. V(0) judges on one
+        measurement. At most V(5).
+    type: int
+    default: 1
   slots_per_node:
     description: Ranks per node in each job (1 for MPI point-to-point; the GPU count for nccl-tests with one process per GPU).
     type: int
@@ -210,13 +220,21 @@ pairs:
   description:
     - Every pair's measurement per test - C(test), C(nodes), C(value), C(unit), C(size), C(median) (the group's
       baseline, the median of each node's best pair), C(expected), C(vs_median), C(vs_expected) (fractions),
-      C(low), C(why), C(text) (one readable line).
+      C(low), C(why), C(samples) (every value the pair got - more than one when it was measured again; the
+      best is C(value)), C(text) (one readable line).
   returned: when a pairwise or reference sweep ran
   type: list
   elements: dict
 jobs:
-  description: Every job that ran, per round and pair - command, rc, duration, error.
+  description: Every job of the rounds, per round and pair - command, rc, duration, error.
   returned: when a sweep ran
+  type: list
+  elements: dict
+retests:
+  description:
+    - The measurements again of low pairs (O(retest_low)), per attempt - C(attempt), C(pairs) (the pairs
+      measured again) and C(rounds) (their jobs, as in RV(jobs)). Empty when no pair was low.
+  returned: when a pairwise or reference sweep ran
   type: list
   elements: dict
 suspects:
@@ -287,6 +305,7 @@ def argument_spec():
         group_test=dict(type="dict"),
         bisect_when_low=dict(type="bool", default=False),
         tolerance=dict(type="float", default=0.2),
+        retest_low=dict(type="int", default=1),
         slots_per_node=dict(type="int", default=1),
         parallel=dict(type="bool", default=True),
         launcher=dict(type="str", choices=["mpirun", "srun"], default="mpirun"),
@@ -313,6 +332,9 @@ def _validate(p):
         raise P.SweepPlanError("nodes %s are listed in nodes and in references" % ", ".join(overlap))
     if not 0 <= p["tolerance"] < 1:
         raise P.SweepPlanError("tolerance must be a fraction in [0, 1), got %r" % p["tolerance"])
+    if not 0 <= p["retest_low"] <= 5:
+        raise P.SweepPlanError("retest_low must be 0 to 5 (measurements again of a low pair), got %r"
+                               % p["retest_low"])
     if p["slots_per_node"] < 1:
         raise P.SweepPlanError("slots_per_node must be >= 1, got %r" % p["slots_per_node"])
     if p["timeout"] < 1:
@@ -405,8 +427,11 @@ def main():
         if rounds:
             measurements, records = X.pairwise(rounds, address_of, tests, executor, p["parallel"])
             result["jobs"] = records
-            ranking = R.rank(measurements, p["tolerance"], dict((t["name"], t["expect"]) for t in tests),
-                             references=[r["name"] for r in references])
+            expectations = dict((t["name"], t["expect"]) for t in tests)
+            measurements, ranking, result["retests"] = X.retest_low(
+                measurements, lambda found: R.rank(found, p["tolerance"], expectations,
+                                                   references=[r["name"] for r in references]),
+                address_of, tests, executor, p["retest_low"], p["parallel"])
             result["pairs"] = [pair for t in ranking["tests"] for pair in t["pairs"]]
             result["suspects"] = ranking["suspects"]
             result["link_suspects"] = ranking["link_suspects"]

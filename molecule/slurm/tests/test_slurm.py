@@ -197,9 +197,15 @@ def slow(request):
     return result
 
 
+def retest_commands(result):
+    return [job["command"] for retest in result["retests"] for record in retest["rounds"]
+            for pair in record["pairs"] for job in pair["jobs"]]
+
+
 def test_the_sweep_ran_its_jobs_through_the_launcher(slow):
     commands = [job["command"] for record in slow["jobs"] for pair in record["pairs"] for job in pair["jobs"]]
     assert len(commands) == 3, commands
+    commands += retest_commands(slow)
     if slow["launcher"] == "srun":
         assert all(c.startswith("/usr/bin/srun ") and "--mpi=pmix" in c for c in commands), commands
         assert sorted(re.search(r"--nodelist=(\S+)", c).group(1) for c in commands) == ["te1,te2", "te1,te3", "te2,te3"]
@@ -235,6 +241,20 @@ def test_the_slow_sweep_names_te3_first_with_its_numbers(slow):
     assert not slow["passed"]
 
 
+def test_te3s_low_pairs_were_measured_again_and_stayed_low(slow):
+    # fabric_sweep_retest_low (default 1): each low pair once more; te3's pairs share te3, so
+    # they run in two rounds, and a pair keeps its best value, which is still low.
+    (retest,) = slow["retests"]
+    print("  measured again: %s" % retest["pairs"])
+    assert [sorted(p) for p in retest["pairs"]][:2] == [["te2", "te3"], ["te1", "te3"]]
+    assert len(retest["rounds"]) == len(retest["pairs"])  # any two pairs of three nodes share one
+    assert len(retest_commands(slow)) == len(retest["pairs"])
+    for pair in slow["pairs"]:
+        if "te3" in pair["nodes"] and pair["test"] == "latency":
+            assert len(pair["samples"]) == 2 and pair["low"], pair
+            assert pair["value"] == min(pair["samples"]) and "best of 2 runs" in pair["text"]
+
+
 def test_the_bisection_under_srun_finds_te3_too():
     slow = saved("sweep_slow_srun")
     bisection = slow["bisection"]
@@ -258,6 +278,13 @@ def test_the_healthy_sweep_under_srun_names_nobody():
     clean = saved("sweep_clean_srun")
     show_sweep("healthy", clean)
     assert clean["launcher"] == "srun"
+    # A pair low once on the noisy emulated lab is measured again (up to twice here) and keeps
+    # its best value (CI run of 2026-12-01, judged on one measurement: te1-te2 at 5198 us
+    # against a median of 1949 us named the link).
+    for retest in clean["retests"]:
+        print("  measured again (attempt %d): %s" % (retest["attempt"], retest["pairs"]))
+    assert all(len(p["samples"]) == 1 + sum(p["nodes"] in r["pairs"] for r in clean["retests"])
+               for p in clean["pairs"])
     assert clean["suspect_nodes"] == [] and clean["suspects"] == [] and clean["link_suspects"] == []
     assert clean["exclude"] == "" and clean["exclude_option"] == "" and clean["drain_command"] == []
     assert len(clean["pairs"]) == 6 and not any(p["low"] for p in clean["pairs"])

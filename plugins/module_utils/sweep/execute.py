@@ -13,6 +13,10 @@
 ``run_round(items, work, parallel=True) -> [result, ...]``
     ``work(item)`` for every item of a round, in threads (the items use disjoint nodes).
 ``pairwise(rounds, names_to_addresses, measure_pair) -> (measurements, round_records)``
+``retest_low(measurements, rank, address_of, tests, executor, times, parallel) -> (measurements, ranking, retests)``
+    Measures the pairs that are low again, up to ``times`` times (only those still low,
+    in rounds of disjoint pairs), each keeping its best value: a hiccup during one job
+    (a busy host, a retransmit storm) names nobody, a slow node stays slow every time.
 ``bisection(search, names_to_addresses, measure_group, test) -> dict``
 """
 
@@ -29,6 +33,8 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.parsers import 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl.parse import parse_text as parse_nccl
 from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import measure as M
 from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import bisect as B
+from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import plan as P
+from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import rank as RK
 
 
 class SweepRunError(ValueError):
@@ -165,6 +171,21 @@ def pairwise(rounds, address_of, tests, executor, parallel=True):
             record["pairs"].append(entry)
         records.append(record)
     return measurements, records
+
+
+def retest_low(measurements, rank, address_of, tests, executor, times, parallel=True):
+    """Measure the low pairs of ``rank(measurements)`` again, up to ``times`` times; see the module doc."""
+    ranking = rank(measurements)
+    retests = []
+    for attempt in range(1, times + 1):
+        low = RK.low_pairs(ranking)
+        if not low:
+            break
+        again, records = pairwise(P.disjoint_rounds(low), address_of, tests, executor, parallel)
+        retests.append({"attempt": attempt, "pairs": [list(pair) for pair in low], "rounds": records})
+        measurements = RK.keep_best(measurements, again)
+        ranking = rank(measurements)
+    return measurements, ranking, retests
 
 
 def is_low(test, value, tolerance):

@@ -18,6 +18,9 @@ round takes one test's time.
     tests R nodes, so ceil(N/R) rounds.
 ``byes(rounds, names) -> [[name, ...], ...]``
     The nodes that sit out each round.
+``disjoint_rounds(pairs) -> [[(a, b), ...], ...]``
+    Some pairs (those to measure again) in as few rounds of disjoint pairs as a greedy
+    pass finds, each pair once, in the order given.
 """
 
 from __future__ import annotations
@@ -118,3 +121,17 @@ def byes(rounds, names):
         busy = set(n for pair in pairs for n in pair)
         result.append([n for n in names if n not in busy])
     return result
+
+
+def disjoint_rounds(pairs):
+    """``pairs`` split into rounds in which no node is in two pairs (greedy, order kept)."""
+    rounds = []
+    for pair in pairs:
+        pair = tuple(pair)
+        for round_pairs in rounds:
+            if not any(set(pair) & set(other) for other in round_pairs):
+                round_pairs.append(pair)
+                break
+        else:
+            rounds.append([pair])
+    return rounds

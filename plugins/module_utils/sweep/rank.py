@@ -5,6 +5,12 @@
 """From per-pair measurements to ranked suspects, with the evidence (pure).
 
 ``rank(measurements, tolerance=0.2, expectations=None, references=()) -> dict``
+``low_pairs(ranking) -> [(a, b), ...]``
+    The pairs with a low result in any test, each once, in the order measured.
+``keep_best(measurements, again) -> measurements``
+    Merges a new measurement of some pairs: each pair keeps its better value, and
+    ``samples`` lists every value it got (None for a failed job), so a pair is low only
+    when each of its measurements was.
 
 A measurement is ``{'test', 'nodes': [a, b], 'value', 'better', 'unit', 'size', 'error'}``:
 ``better`` is ``higher`` (bandwidth) or ``lower`` (latency); ``value`` is None when the
@@ -112,6 +118,8 @@ def _pair_sentence(p):
         parts.append("%.0f %% of the group median %s" % (100 * p["vs_median"], _fmt(p["median"])))
     if p["vs_expected"] is not None:
         parts.append("%.0f %% of the expected %s" % (100 * p["vs_expected"], _fmt(p["expected"])))
+    if len(p.get("samples") or []) > 1:
+        parts.append("best of %d runs" % len(p["samples"]))
     if parts:
         text += " (" + ", ".join(parts) + ")"
     return text
@@ -144,7 +152,8 @@ def _rank_test(test, items, tolerance, expected, references):
                 "better": better, "median": baseline, "expected": expected,
                 "vs_median": None if vs_median is None else round(vs_median, 4),
                 "vs_expected": None if vs_expected is None else round(vs_expected, 4),
-                "low": bool(reasons), "why": reasons, "error": m.get("error")}
+                "low": bool(reasons), "why": reasons, "error": m.get("error"),
+                "samples": list(m.get("samples") or [m["value"]])}
         pair["text"] = _pair_sentence(pair)
         pairs.append(pair)
 
@@ -219,3 +228,45 @@ def rank(measurements, tolerance=0.2, expectations=None, references=()):
         # fabric, or a wrong expectation); an exclude list would empty the cluster.
         "group_wide": bool(all_nodes) and len(suspects) * 2 > len(all_nodes),
     }
+
+
+def low_pairs(ranking):
+    """The pairs that are low in any test of ``ranking``, each once, in the order measured."""
+    seen = []
+    for test in (ranking or {}).get("tests", []):
+        for pair in test["pairs"]:
+            key = tuple(pair["nodes"])
+            if pair["low"] and key not in seen:
+                seen.append(key)
+    return seen
+
+
+def _improves(new, old, better):
+    if new is None:
+        return False
+    if old is None:
+        return True
+    return new > old if better == HIGHER else new < old
+
+
+def keep_best(measurements, again):
+    """``measurements`` with the pairs of ``again`` merged: the better value wins, all are kept as samples."""
+    _check(again)
+    fresh = {}
+    for m in again:
+        fresh.setdefault((m["test"], frozenset(m["nodes"])), []).append(m)
+    merged = []
+    for m in measurements:
+        newer = fresh.get((m["test"], frozenset(m["nodes"])), [])
+        if not newer:
+            merged.append(m)
+            continue
+        entry = dict(m)
+        samples = list(m.get("samples") or [m["value"]])
+        for n in newer:
+            samples.append(n["value"])
+            if _improves(n["value"], entry["value"], m["better"]):
+                entry["value"], entry["error"], entry["size"] = n["value"], n.get("error"), n.get("size")
+        entry["samples"] = samples
+        merged.append(entry)
+    return merged

@@ -203,3 +203,60 @@ def test_is_low_for_both_directions():
     assert not X.is_low(lower, 120.0, 0.2) and X.is_low(lower, 130.0, 0.2)
     assert not X.is_low(higher, 85.0, 0.2) and X.is_low(higher, 75.0, 0.2)
     assert X.is_low(higher, None, 0.2)
+
+
+class HiccupCluster(FakeCluster):
+    """FakeCluster whose first job on ``pair`` is slow once (a passing cause), later ones healthy."""
+
+    def __init__(self, pair, slow=None):
+        FakeCluster.__init__(self, slow=slow)
+        self.pair = sorted(pair)
+        self.hiccups = 1
+
+    def run_job(self, argv, timeout=None, env=None, cwd=None):
+        run = FakeCluster.run_job(self, argv, timeout, env, cwd)
+        if sorted(self.hostfiles[-1]) == self.pair and self.hiccups:
+            self.hiccups -= 1
+            run = dict(run, stdout=bench_output(320.0, 40.0))  # 2.7 x the healthy latency, as seen on the lab
+        return run
+
+
+def rank_at(tolerance):
+    return lambda measurements: R.rank(measurements, tolerance)
+
+
+def test_a_pair_slow_once_is_measured_again_and_names_nobody():
+    fake = HiccupCluster(["10.99.0.1", "10.99.0.2"])
+    tests = M.normalize_tests(TESTS)
+    first, _records = X.pairwise(P.round_robin(["te1", "te2", "te3"]), ADDRESS, tests, executor(fake))
+    assert R.low_pairs(R.rank(first, 0.5)) == [("te1", "te2")]  # judged on one run, te1-te2 is low
+    measurements, ranking, retests = X.retest_low(first, rank_at(0.5), ADDRESS, tests, executor(fake), 1)
+    assert len(fake.argvs) == 4 and fake.hostfiles[-1] == ["10.99.0.1", "10.99.0.2"]
+    assert [r["pairs"] for r in retests] == [[["te1", "te2"]]]
+    assert ranking["suspects"] == [] and ranking["link_suspects"] == [] and R.low_pairs(ranking) == []
+    pair = [p for t in ranking["tests"] if t["test"] == "latency" for p in t["pairs"] if p["nodes"] == ["te1", "te2"]][0]
+    assert pair["value"] == 120.0 and pair["samples"] == [320.0, 120.0]
+    assert pair["text"].endswith("best of 2 runs)")
+    assert [m for m in measurements if m["nodes"] == ["te1", "te3"]][0].get("samples") is None
+
+
+def test_without_retests_the_hiccup_is_a_link_suspect():
+    fake = HiccupCluster(["10.99.0.1", "10.99.0.2"])
+    tests = M.normalize_tests(TESTS)
+    first, _records = X.pairwise(P.round_robin(["te1", "te2", "te3"]), ADDRESS, tests, executor(fake))
+    _measurements, ranking, retests = X.retest_low(first, rank_at(0.5), ADDRESS, tests, executor(fake), 0)
+    assert retests == [] and len(fake.argvs) == 3
+    assert [s["nodes"] for s in ranking["link_suspects"]] == [["te1", "te2"]]
+
+
+def test_a_slow_node_stays_low_every_time_and_its_pairs_run_in_separate_rounds():
+    fake = FakeCluster()
+    tests = M.normalize_tests(TESTS)
+    first, _records = X.pairwise(P.round_robin(["te1", "te2", "te3"]), ADDRESS, tests, executor(fake))
+    _measurements, ranking, retests = X.retest_low(first, rank_at(0.5), ADDRESS, tests, executor(fake), 2)
+    # both of te3's pairs, twice; they share te3, so one pair a round
+    assert [r["pairs"] for r in retests] == [[["te2", "te3"], ["te1", "te3"]]] * 2
+    assert [len(r["rounds"]) for r in retests] == [2, 2] and len(fake.argvs) == 3 + 4
+    assert [s["node"] for s in ranking["suspects"]] == ["te3"]
+    low = [p for t in ranking["tests"] for p in t["pairs"] if p["low"]]
+    assert low and all(p["samples"] == [p["value"]] * 3 for p in low)

@@ -94,3 +94,14 @@ def test_normalize_nodes_takes_names_and_dicts_and_defaults_the_address():
 def test_normalize_nodes_rejects_bad_input(bad, message):
     with pytest.raises(P.SweepPlanError, match=message):
         P.normalize_nodes(bad)
+
+
+def test_disjoint_rounds_never_put_a_node_in_two_pairs_of_a_round():
+    pairs = [("te2", "te3"), ("te1", "te3"), ("te1", "te2"), ("te4", "te5"), ("te3", "te4")]
+    rounds = P.disjoint_rounds(pairs)
+    assert rounds == [[("te2", "te3"), ("te4", "te5")], [("te1", "te3")], [("te1", "te2"), ("te3", "te4")]]
+    for round_pairs in rounds:
+        nodes = [n for pair in round_pairs for n in pair]
+        assert len(nodes) == len(set(nodes))
+    assert sorted(p for r in rounds for p in r) == sorted(pairs)
+    assert P.disjoint_rounds([]) == []

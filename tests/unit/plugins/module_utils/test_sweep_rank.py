@@ -124,3 +124,25 @@ def test_bad_measurements_are_rejected(bad, message):
 def test_bad_tolerance_is_rejected(tolerance):
     with pytest.raises(R.RankError, match="tolerance"):
         R.rank([], tolerance=tolerance)
+
+
+def test_keep_best_takes_the_better_value_per_direction_and_keeps_every_sample():
+    first = [lat("a", "b", 300.0), lat("a", "c", 100.0), bw("a", "b", 10.0)]
+    failed = dict(lat("a", "b", None), error="rc=1: gone")
+    merged = R.keep_best(first, [lat("b", "a", 120.0), bw("a", "b", 40.0)])
+    assert [m["value"] for m in merged] == [120.0, 100.0, 40.0]
+    assert merged[0]["samples"] == [300.0, 120.0] and "samples" not in merged[1]
+    # a failed run again never replaces a number, and a number replaces a failure
+    assert R.keep_best(merged, [failed])[0]["value"] == 120.0
+    assert R.keep_best(merged, [failed])[0]["samples"] == [300.0, 120.0, None]
+    recovered = R.keep_best([failed], [lat("a", "b", 90.0)])[0]
+    assert recovered["value"] == 90.0 and recovered["error"] is None and recovered["samples"] == [None, 90.0]
+    # slower again: the better first value stays
+    assert R.keep_best([lat("a", "b", 100.0)], [lat("a", "b", 500.0)])[0]["value"] == 100.0
+
+
+def test_low_pairs_lists_each_low_pair_once_over_all_tests():
+    measurements = [lat("te2", "te3", 5000.0), lat("te1", "te3", 5000.0), lat("te1", "te2", 100.0),
+                    bw("te2", "te3", 1.0), bw("te1", "te3", 1.0), bw("te1", "te2", 50.0)]
+    assert R.low_pairs(R.rank(measurements)) == [("te2", "te3"), ("te1", "te3")]
+    assert R.low_pairs(R.rank([lat("a", "b", 1.0), lat("a", "c", 1.0), lat("b", "c", 1.0)])) == []

@@ -94,13 +94,18 @@ def test_pairwise_sweep_names_the_slow_node(lab):
     assert r["changed"] is False
     assert [x["pairs"] for x in r["rounds"]] == [[["te2", "te3"]], [["te1", "te3"]], [["te1", "te2"]]]
     assert r["suspect_nodes"] == ["te3"] and r["exclude_option"] == "--exclude=te3"
-    assert len(records(lab)) == 3  # one job per pair: latency and bandwidth from one run
+    # One job per pair (latency and bandwidth from one run), then te3's two low pairs once again
+    # (retest_low defaults to 1), one a round as they share te3.
+    assert len(records(lab)) == 5
     assert sorted(rec["hostfile"] for rec in records(lab)) == sorted([
         "%s slots=1\n127.0.0.1 slots=1\n" % HOSTNAME, "localhost slots=1\n127.0.0.1 slots=1\n",
-        "localhost slots=1\n%s slots=1\n" % HOSTNAME])
+        "localhost slots=1\n%s slots=1\n" % HOSTNAME] + [
+        "%s slots=1\n127.0.0.1 slots=1\n" % HOSTNAME, "localhost slots=1\n127.0.0.1 slots=1\n"])
+    assert [(t["attempt"], t["pairs"], len(t["rounds"])) for t in r["retests"]] == [
+        (1, [["te2", "te3"], ["te1", "te3"]], 2)]
     assert all(rec["argv"][:2] == ["-np", "2"] and "--map-by" in rec["argv"] for rec in records(lab))
     lines = "\n".join(r["lines"])
-    assert "LOW  te1-te3 latency 4100 us at 0 B (4 % of the group median 150)" in lines
+    assert "LOW  te1-te3 latency 4100 us at 0 B (4 % of the group median 150, best of 2 runs)" in lines
     assert "ok   te1-te2 bandwidth 180 MB/s at 64 KiB (100 % of the group median 180)" in lines
     assert r["lines"][-1].startswith("suspect #1 te3 (node, 98 % worse; latency, bandwidth)")
 
@@ -120,6 +125,13 @@ def test_a_clean_group_has_no_suspect(lab):
     assert not r.get("failed"), r.get("msg")
     assert r["suspects"] == [] and r["exclude"] == "" and r["drain_command"] == []
     assert r["lines"][-1].startswith("no suspect")
+    assert r["retests"] == [] and len(records(lab)) == 3  # no low pair: nothing measured again
+
+
+def test_retest_low_zero_judges_on_one_measurement(lab):
+    r = run_module(lab, retest_low=0)
+    assert not r.get("failed"), r.get("msg")
+    assert r["suspect_nodes"] == ["te3"] and r["retests"] == [] and len(records(lab)) == 3
 
 
 def test_check_mode_plans_and_runs_nothing(lab):
@@ -138,6 +150,7 @@ def test_check_mode_plans_and_runs_nothing(lab):
     ({"mode": "bisect"}, "needs group_test"),
     ({"mode": "bisect", "group_test": {"name": "g", "program": "/p", "table": "collective"}}, "needs expect"),
     ({"tolerance": 1.5}, "tolerance"),
+    ({"retest_low": 6}, "retest_low must be 0 to 5"),
     ({"nodes": [{"name": "te1", "address": "no-such-host.invalid"}, "localhost"]}, "cannot resolve"),
     ({"tests": [{"name": "x", "program": "/nonexistent/osu_latency"}]}, "was not found"),
 ])
