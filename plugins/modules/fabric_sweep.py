@@ -95,7 +95,7 @@ options:
     description:
       - How many times a low pair of the pairwise or reference sweep is measured again before it counts as
         low. Only the pairs still low are run again, in rounds of disjoint pairs, and each pair keeps its best
-        value (RV(pairs[].samples) lists them all), so a job slowed once by a passing cause (another job on
+        value (C(samples) in RV(pairs) lists them all), so a job slowed once by a passing cause (another job on
         the host, a retransmit burst) names nobody, while a slow node or link is low every time.
       - Costs one more job per low pair and attempt, nothing when no pair is low. V(0) judges on one
         measurement. At most V(5).
