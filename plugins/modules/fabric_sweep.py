@@ -428,9 +428,9 @@ def main():
             measurements, records = X.pairwise(rounds, address_of, tests, executor, p["parallel"])
             result["jobs"] = records
             expectations = dict((t["name"], t["expect"]) for t in tests)
+            reference_names = [r["name"] for r in references]
             measurements, ranking, result["retests"] = X.retest_low(
-                measurements, lambda found: R.rank(found, p["tolerance"], expectations,
-                                                   references=[r["name"] for r in references]),
+                measurements, lambda found: R.rank(found, p["tolerance"], expectations, references=reference_names),
                 address_of, tests, executor, p["retest_low"], p["parallel"])
             result["pairs"] = [pair for t in ranking["tests"] for pair in t["pairs"]]
             result["suspects"] = ranking["suspects"]

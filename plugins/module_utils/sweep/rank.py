@@ -241,14 +241,6 @@ def low_pairs(ranking):
     return seen
 
 
-def _improves(new, old, better):
-    if new is None:
-        return False
-    if old is None:
-        return True
-    return new > old if better == HIGHER else new < old
-
-
 def keep_best(measurements, again):
     """``measurements`` with the pairs of ``again`` merged: the better value wins, all are kept as samples."""
     _check(again)
@@ -261,12 +253,11 @@ def keep_best(measurements, again):
         if not newer:
             merged.append(m)
             continue
-        entry = dict(m)
-        samples = list(m.get("samples") or [m["value"]])
-        for n in newer:
-            samples.append(n["value"])
-            if _improves(n["value"], entry["value"], m["better"]):
-                entry["value"], entry["error"], entry["size"] = n["value"], n.get("error"), n.get("size")
-        entry["samples"] = samples
+        runs = [m] + newer
+        best = _best([r["value"] for r in runs], m["better"])
+        # The first run with the best value (the original when every run failed) gives value, error, size.
+        chosen = next((r for r in runs if best is not None and r["value"] == best), m)
+        entry = dict(m, value=chosen["value"], error=chosen.get("error"), size=chosen.get("size"))
+        entry["samples"] = list(m.get("samples") or [m["value"]]) + [n["value"] for n in newer]
         merged.append(entry)
     return merged
