@@ -24,7 +24,9 @@ def run(monkeypatch, tmp_path, args, release="6.12.48+deb12-amd64", native="Y", 
     sys_root = os.path.join(str(tmp_path), "sys")
     dev_root = os.path.join(str(tmp_path), "dev")
     monkeypatch.setattr(nvme_multipath, "MultipathSysfs", lambda: real(sys_root=sys_root, dev_root=dev_root))
-    monkeypatch.setattr(nvme_multipath.os, "uname", lambda: ("Linux", "te2", release, "#1", "x86_64"))
+    # A real os.uname_result: the patch reaches every user of os (ctypes.util reads .machine).
+    fake = os.uname_result(("Linux", "te2", release, "#1", "x86_64"))
+    monkeypatch.setattr(nvme_multipath.os, "uname", lambda: fake)
     return run_main(monkeypatch, nvme_multipath, args)
 
 
