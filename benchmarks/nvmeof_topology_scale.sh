@@ -30,7 +30,8 @@ run() {
   secs=$(echo "$(now) - $t0" | bc)
 }
 changed() { grep -E '^te[12] +:' "$LOG/$1.log" | sed -E 's/.*changed=([0-9]+).*/\1/' | paste -sd+ | bc; }
-tasks() { grep -E '^te[12] +:' "$LOG/$1.log" | sed -E 's/^(te[12]) +: ok=([0-9]+) changed=([0-9]+).*/\1 \2/' | paste -sd' ' -; }
+# tasks NAME: "te1 ok=N changed=M te2 ..." from the run's recap lines.
+tasks() { grep -E '^te[12] +:' "$LOG/$1.log" | sed -E 's/^(te[12]) +: ok=([0-9]+) +changed=([0-9]+).*/\1 ok=\2 changed=\3/' | paste -sd' ' -; }
 
 lab/labctl up >&2
 declare -A T
