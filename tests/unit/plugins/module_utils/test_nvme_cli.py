@@ -109,6 +109,24 @@ def test_discovery_2_7_layout_port_id_is_normalized():
     assert new == old
 
 
+@pytest.mark.parametrize("version", ["2.3", "2.13"])
+def test_discovery_of_the_role_target_on_both_nvme_cli_versions(version):
+    # The same target (playbooks/nvmeof_tcp.yml's defaults) discovered from te2 on bookworm
+    # (nvme-cli 2.3) and on trixie (2.13), captured on 2026-12-02.
+    entries, genctrs = parse_discovery_json(fixture("discover-tcp-role-target-nvme-cli-%s.json" % version))
+    assert genctrs == [2]
+    assert [(e["subtype"], e["subnqn"], e["portid"], e["trsvcid"]) for e in entries] == [
+        ("current discovery subsystem", "nqn.2014-08.org.nvmexpress.discovery", 1, "4420"),
+        ("nvme subsystem", "nqn.2024-04.com.example:te1.target1", 1, "4420")]
+    assert {e["sectype"] for e in entries} == {"none"}
+
+
+def test_discovery_layout_is_the_same_in_nvme_cli_2_3_and_2_13():
+    old = parse_discovery_json(fixture("discover-tcp-role-target-nvme-cli-2.3.json"))[0]
+    new = parse_discovery_json(fixture("discover-tcp-role-target-nvme-cli-2.13.json"))[0]
+    assert new == old
+
+
 def test_discovery_documents_back_to_back():
     # The JSON part of a real `nvme discover -o json` run that used discovery.conf:
     # one document per discovery controller, printed back to back.
