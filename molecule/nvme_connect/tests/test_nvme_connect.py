@@ -75,9 +75,13 @@ def test_persisted_configuration(te2):
 
 
 def test_autoconnect_runs_with_config_json_and_discovery_conf(te2):
-    # Debian's nvme-cli 2.3 unit is skipped when both files exist; the drop-in fixes it.
+    # Debian's nvme-cli 2.3 unit is skipped when both files exist ("ConditionPathExists=|!..."):
+    # the module adds a drop-in that fixes it. nvme-cli 2.13's unit (trixie) runs when either
+    # exists, and gets no drop-in.
     assert te2.file("/etc/nvme/discovery.conf").exists
-    assert "50-aiinfra-fabric.conf" in te2.check_output("systemctl show -p DropInPaths nvmf-autoconnect.service")
+    packaged = te2.file("/usr/lib/systemd/system/nvmf-autoconnect.service").content_string
+    dropins = te2.check_output("systemctl show -p DropInPaths nvmf-autoconnect.service")
+    assert ("50-aiinfra-fabric.conf" in dropins) == ("ConditionPathExists=|!" in packaged), (dropins, packaged)
     te2.check_output("systemctl start nvmf-autoconnect.service")
     assert te2.check_output("systemctl show -p ConditionResult --value nvmf-autoconnect.service") == "yes"
     assert te2.check_output("systemctl show -p Result --value nvmf-autoconnect.service") == "success"

@@ -179,6 +179,13 @@ WRITE_FAILED = "could not add new controller: failed to write to nvme-fabrics de
      ["nvme nvme1: qid 0: authentication failed, error 880"], "authentication"),
     ("Failed to write to /dev/nvme-fabrics: Connection refused\nfailed to add controller, error connection refused",
      ["nvme nvme0: failed to connect socket: -111"], "unreachable"),
+    # nvme-cli 2.13 (trixie lab, 2026-12-02), a wrong controller secret: nvme-cli says only that
+    # the write failed; the kernel says why.
+    (WRITE_FAILED + "\n",
+     ["nvme nvme2: qid 0: authenticated with hash hmac(sha256) dhgroup ffdhe2048",
+      "nvme nvme2: qid 0: controller authentication failed", "nvme nvme2: qid 0: authentication failed, error -129",
+      "nvme nvme2: queue 0 socket state 11", "nvme nvme2: failed to connect queue: 0 ret=-129"],
+     "authentication"),
     ("already connected\n", [], "already_connected"),
     ("Failed to open /dev/nvme-fabrics: No such file or directory", [], "transport_module"),
     ("something new", [], "command"),
