@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build (or reuse) the lab's base image: a Debian root filesystem (AIINFRA_LAB_DISTRO,
-# bookworm by default) with a real
-# 6.12 kernel, a busybox initramfs that mounts it, and the lab's SSH key baked in.
+# trixie by default, or bookworm) with a real 6.12 kernel, a busybox initramfs that mounts
+# it, and the lab's SSH key baked in.
 # Everything lands in $LAB_CACHE/images/<distro>-<stamp>/; the stamp is a hash of the inputs,
 # so a changed package list or guest file gives a new image and an unchanged one is reused.
 set -euo pipefail

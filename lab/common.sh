@@ -9,12 +9,13 @@ LAB_CACHE=${AIINFRA_LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/aiinfra-fabric-la
 #   AIINFRA_LAB_NODES=2..4        VMs te1..teN on the fabric (more than 2: a multicast hub)
 #   AIINFRA_LAB_FABRIC_LINKS=1|2  a second, independent fabric link on eth2 (10.99.1.0/24)
 #   AIINFRA_LAB_NVME_DRIVES=N     emulated NVMe drives on te1 (AIINFRA_LAB_NVME_SIZE each)
-#   AIINFRA_LAB_DISTRO            the image's Debian release: bookworm or trixie
+#   AIINFRA_LAB_DISTRO            the image's Debian release: trixie (Debian 13, the default)
+#                                 or bookworm (Debian 12, nvme-cli 2.3: older behaviour)
 LAB_NODES=${AIINFRA_LAB_NODES:-2}
 LAB_FABRIC_LINKS=${AIINFRA_LAB_FABRIC_LINKS:-1}
 LAB_NVME_DRIVES=${AIINFRA_LAB_NVME_DRIVES:-0}
 LAB_NVME_SIZE=${AIINFRA_LAB_NVME_SIZE:-1G}
-LAB_DISTRO=${AIINFRA_LAB_DISTRO:-bookworm}
+LAB_DISTRO=${AIINFRA_LAB_DISTRO:-trixie}
 case $LAB_NODES in 2|3|4) ;; *) echo "lab: error: AIINFRA_LAB_NODES must be 2, 3 or 4 (got '$LAB_NODES')" >&2; exit 1 ;; esac
 case $LAB_FABRIC_LINKS in 1|2) ;; *) echo "lab: error: AIINFRA_LAB_FABRIC_LINKS must be 1 or 2 (got '$LAB_FABRIC_LINKS')" >&2; exit 1 ;; esac
 case $LAB_NVME_DRIVES in [0-8]) ;; *) echo "lab: error: AIINFRA_LAB_NVME_DRIVES must be 0..8 (got '$LAB_NVME_DRIVES')" >&2; exit 1 ;; esac
@@ -22,7 +23,7 @@ case $LAB_DISTRO in bookworm|trixie) ;; *) echo "lab: error: AIINFRA_LAB_DISTRO 
 # A lab of another shape keeps its own run folder (its own saved booted state): the default
 # lab's snapshot survives a scenario that needs three VMs or NVMe drives.
 LAB_SHAPE=
-[ "$LAB_NODES$LAB_FABRIC_LINKS$LAB_NVME_DRIVES$LAB_DISTRO" = 210bookworm ] \
+[ "$LAB_NODES$LAB_FABRIC_LINKS$LAB_NVME_DRIVES$LAB_DISTRO" = 210trixie ] \
   || LAB_SHAPE=-$LAB_DISTRO-n$LAB_NODES-l$LAB_FABRIC_LINKS-d$LAB_NVME_DRIVES
 LAB_RUN=${AIINFRA_LAB_RUN:-$LAB_CACHE/run}$LAB_SHAPE
 LAB_VMS=()
