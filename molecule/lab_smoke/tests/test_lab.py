@@ -29,6 +29,17 @@ def test_converge_loaded_the_fabric_modules(vm, request):
     assert host.file("/sys/kernel/config/nvmet/subsystems").is_directory
 
 
+@pytest.mark.parametrize("vm", ["te1", "te2"])
+def test_serial_console_getty_stays_up(vm, request):
+    # The console's autologin getty execs /bin/login; where that is missing (trixie ships it
+    # in the non-essential 'login' package) agetty fails and systemd restarts it for ever,
+    # burning emulated CPU under every scenario.
+    host = request.getfixturevalue(vm)
+    assert host.file("/bin/login").exists
+    show = host.check_output("systemctl show serial-getty@ttyS0.service -p ActiveState -p NRestarts")
+    assert "ActiveState=active" in show and "NRestarts=0" in show, show
+
+
 def test_vms_reach_each_other_over_the_private_link(te1, te2):
     assert te1.run("ping -c 2 -W 3 10.99.0.2").rc == 0
     assert te2.run("ping -c 2 -W 3 10.99.0.1").rc == 0
