@@ -5,7 +5,7 @@ directly. Two tests run Ansible again: the playbook in check mode, and with an
 impossible latency bound (it must fail, naming value, bound and hosts). Three run
 mpi_run on a job across te1 and te2 and stop it - by its timeout, by SIGTERM to the
 module process (what an AWX cancel does), and by an async timeout (async_wrapper
-SIGKILLs the module) - and look for leftover mpirun/orted/ranks on both VMs.
+SIGKILLs the module) - and look for leftover launcher, daemons (orted/prted) and ranks on both VMs.
 """
 
 import json
@@ -18,6 +18,11 @@ import pytest
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 BENCH_DIR = "/opt/aiinfra/mpi-bench"
+# Process names (pgrep -x patterns) of the launcher and of its per-node daemon: Open MPI 4
+# (bookworm) runs mpirun and orted; Open MPI 5 (trixie) execs prterun from mpirun and its
+# daemons are prted (PRRTE).
+LAUNCHER = "mpirun|prterun"
+DAEMON = "orted|prted"
 PROGRAMS = ["hello_mpi", "reduce_mpi", "allreduce_mpi", "fabric_mpi_bench"]
 
 
@@ -55,7 +60,7 @@ def result():
 @pytest.mark.parametrize("vm", ["te1", "te2"])
 def test_open_mpi_and_programs_on_every_node(vm, request):
     host = request.getfixturevalue(vm)
-    assert host.check_output("mpirun --version").startswith("mpirun (Open MPI) 4.")
+    assert re.match(r"^mpirun \(Open MPI\) [45]\.", host.check_output("mpirun --version"))
     for program in PROGRAMS:
         assert host.file("%s/%s" % (BENCH_DIR, program)).mode & 0o111, program
         assert host.file("%s/%s.c" % (BENCH_DIR, program)).exists
@@ -185,10 +190,10 @@ def test_timeout_stops_the_job_on_every_node(te2):
     assert seen, "the job's rank never started on te2"
     assert proc.returncode != 0
     assert "ran past the timeout of 60 s and was stopped on every host" in out, out[-3000:]
-    # ...and mpirun took its daemon on te2 down with it: no rank, no orted left there.
+    # ...and mpirun took its daemon on te2 down with it: no rank, no orted/prted left there.
     time.sleep(2)
     assert te2.run("pgrep -f 'sleep 417'").rc == 1
-    assert te2.run("pgrep -x orted").rc == 1
+    assert te2.run("pgrep -x '%s'" % DAEMON).rc == 1
 
 
 SLEEP_JOB = {"program": "/bin/sleep", "hosts": [{"name": "te1", "slots": 1}, {"name": "te2", "slots": 1}],
@@ -227,7 +232,7 @@ def wait_for(host, command, seconds):
 
 
 def leftovers(te1, te2, tag, seconds):
-    """The job's processes (``sleep <tag>`` ranks, orted, mpirun) still alive on each VM
+    """The job's processes (``sleep <tag>`` ranks, orted/prted, mpirun/prterun) still alive on each VM
     after up to ``seconds`` (empty: all gone)."""
     left = {}
     deadline = time.time() + seconds
@@ -235,7 +240,7 @@ def leftovers(te1, te2, tag, seconds):
         left = {}
         for name, vm in (("te1", te1), ("te2", te2)):
             # [s]leep: the pattern must not match this checking shell's own command line.
-            out = vm.run("pgrep -a -f '[s]leep %s' ; pgrep -a -x orted ; pgrep -a -x mpirun" % tag).stdout
+            out = vm.run("pgrep -a -f '[s]leep %s' ; pgrep -a -x '%s' ; pgrep -a -x '%s'" % (tag, DAEMON, LAUNCHER)).stdout
             if out.strip():
                 left[name] = out.strip()
         if not left or time.time() > deadline:
@@ -249,7 +254,7 @@ def test_sigterm_to_the_module_stops_the_job_on_every_node(te1, te2):
         assert wait_for(te2, "pgrep -f '[s]leep 431'", 120), "the job's rank never started on te2"
         # The module's own process on te1 is mpirun's parent (AnsiballZ runs the module in
         # its python, with pipelining fed on stdin, so its command line names nothing).
-        mpirun = te1.check_output("pgrep -x mpirun").split()
+        mpirun = te1.check_output("pgrep -x '%s'" % LAUNCHER).split()
         assert len(mpirun) == 1, mpirun
         module_pid = te1.check_output("ps -o ppid= -p %s" % mpirun[0]).strip()
         assert "python" in te1.check_output("ps -o comm= -p %s" % module_pid), module_pid
