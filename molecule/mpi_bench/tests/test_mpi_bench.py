@@ -5,7 +5,8 @@ directly. Two tests run Ansible again: the playbook in check mode, and with an
 impossible latency bound (it must fail, naming value, bound and hosts). Three run
 mpi_run on a job across te1 and te2 and stop it - by its timeout, by SIGTERM to the
 module process (what an AWX cancel does), and by an async timeout (async_wrapper
-SIGKILLs the module) - and look for leftover launcher, daemons (orted/prted) and ranks on both VMs.
+SIGKILLs the module) - and look for a leftover launcher, node daemons (orted/prted) and
+ranks on both VMs.
 """
 
 import json
@@ -232,15 +233,16 @@ def wait_for(host, command, seconds):
 
 
 def leftovers(te1, te2, tag, seconds):
-    """The job's processes (``sleep <tag>`` ranks, orted/prted, mpirun/prterun) still alive on each VM
-    after up to ``seconds`` (empty: all gone)."""
+    """The job's processes (``sleep <tag>`` ranks, orted/prted, mpirun/prterun) still alive
+    on each VM after up to ``seconds`` (empty: all gone)."""
     left = {}
     deadline = time.time() + seconds
     while True:
         left = {}
         for name, vm in (("te1", te1), ("te2", te2)):
             # [s]leep: the pattern must not match this checking shell's own command line.
-            out = vm.run("pgrep -a -f '[s]leep %s' ; pgrep -a -x '%s' ; pgrep -a -x '%s'" % (tag, DAEMON, LAUNCHER)).stdout
+            out = vm.run("pgrep -a -f '[s]leep %s' ; pgrep -a -x '%s' ; pgrep -a -x '%s'"
+                         % (tag, DAEMON, LAUNCHER)).stdout
             if out.strip():
                 left[name] = out.strip()
         if not left or time.time() > deadline:
