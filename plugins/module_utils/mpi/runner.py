@@ -18,8 +18,9 @@ host, however the module ends:
   the same teardown, and the result says ``cancelled: SIGTERM``;
 - SIGKILL of the module (Ansible's async timeout kills the module's process group
   with SIGKILL; no handler runs): a guard process, forked into a session of its
-  own, holds the read end of a pipe whose write end only the module has. When the
-  pipe closes without the module's "done", the guard does the same teardown.
+  own before the job starts, holds the read end of a pipe whose write end only the
+  module has. The job's leader tells the guard its pid before it runs anything. When
+  the pipe closes without the module's "done", the guard does the same teardown.
 """
 
 from __future__ import annotations
@@ -125,44 +126,100 @@ def _teardown(leader, grace, started=None, wait=None):
     _signal(leftovers, signal.SIGKILL)
 
 
-def _start_guard(leader, grace):
-    """Fork the guard; return the pipe's write end (the module's lifeline), or None."""
-    started = _start_time(leader)
-    if started is None:
+def _read_all(fd):
+    data = b""
+    while True:
+        try:
+            chunk = os.read(fd, 256)
+        except OSError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def _guard_main(grace, lifeline, job_info):
+    """The guard's life: learn the job's leader, wait for the lifeline to close, act."""
+    # The leader's first step (before exec) writes "pid start-time" here and closes it.
+    words = _read_all(job_info).split()
+    os.close(job_info)
+    data = _read_all(lifeline)
+    if data.endswith(_DONE) or len(words) != 2:
+        return  # the job ended normally, or never started: nothing to stop
+    try:
+        leader, started = int(words[0]), int(words[1])
+    except ValueError:
+        return
+    _teardown(leader, grace, started=started)
+
+
+def _start_guard(grace):
+    """Fork the guard before the job exists; return (lifeline write end, job-info write end,
+    guard pid), or None where /proc is missing.
+
+    The guard is in a session of its own before this returns, so a SIGKILL sent to the
+    module's process group at any time after it (async_wrapper's) spares it; and the
+    job's leader tells the guard who it is before it runs anything (see _tell_guard),
+    so there is no moment when a job runs that the guard does not know of.
+    """
+    if _start_time(os.getpid()) is None:
         return None
     read_end, write_end = os.pipe()
+    info_read, info_write = os.pipe()
+    ready_read, ready_write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the guard
         try:
             os.setsid()
             for sig in STOP_SIGNALS:
                 signal.signal(sig, signal.SIG_IGN)
-            # Keep only the lifeline: no copy of the job's pipes or the module's output.
+            os.write(ready_write, b"r")
+            # Keep only the lifeline and the job-info pipe: no copy of the module's output.
             devnull = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(devnull, fd)
-            os.closerange(3, read_end)
-            os.closerange(read_end + 1, 65536)
-            data = b""
-            while True:
-                chunk = os.read(read_end, 64)
-                if not chunk:
-                    break
-                data += chunk
-            if not data.endswith(_DONE):
-                _teardown(leader, grace, started=started)
+            low, high = min(read_end, info_read), max(read_end, info_read)
+            os.closerange(3, low)
+            os.closerange(low + 1, high)
+            os.closerange(high + 1, 65536)
+            _guard_main(grace, read_end, info_read)
         finally:
             os._exit(0)
     os.close(read_end)
+    os.close(info_read)
+    os.close(ready_write)
+    try:
+        os.read(ready_read, 1)  # returns once the guard has its own session (or has died)
+    except OSError:
+        pass
+    os.close(ready_read)
     # The guard is reaped by nobody if the module dies first; if the module lives it
     # is reaped after "done" (see _release_guard).
-    return (write_end, pid)
+    return (write_end, info_write, pid)
+
+
+def _tell_guard(info_write):
+    """The job leader's preexec step (after setsid, before exec): tell the guard its pid
+    and start time, then close the pipe so the job keeps no copy of it."""
+    def tell():
+        me = os.getpid()
+        started = _start_time(me)
+        if started is not None:
+            try:
+                os.write(info_write, b"%d %d" % (me, started))
+            except OSError:
+                pass
+        os.close(info_write)
+    return tell
 
 
 def _release_guard(guard):
     if guard is None:
         return
-    write_end, pid = guard
+    write_end, info_write, pid = guard
+    if info_write is not None:
+        os.close(info_write)
     try:
         os.write(write_end, _DONE)
     except OSError:
@@ -200,11 +257,21 @@ def run_job(argv, timeout=None, env=None, cwd=None, grace=5.0, guard=True):
     run_env.update({k: _str_value(v) for k, v in (env or {}).items()})
     run_env["LC_ALL"] = "C"
     started = time.time()
-    proc = subprocess.Popen(
-        [str(a) for a in argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-        cwd=cwd, env=run_env, start_new_session=True,
-    )
-    lifeline = _start_guard(proc.pid, grace) if guard else None
+    lifeline = _start_guard(grace) if guard else None
+    extra = {}
+    if lifeline is not None:
+        extra = {"preexec_fn": _tell_guard(lifeline[1]), "pass_fds": (lifeline[1],)}
+    try:
+        proc = subprocess.Popen(
+            [str(a) for a in argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+            cwd=cwd, env=run_env, start_new_session=True, **extra
+        )
+    except BaseException:
+        _release_guard(lifeline)
+        raise
+    if lifeline is not None:
+        os.close(lifeline[1])  # the guard sees end-of-file once the leader has written
+        lifeline = (lifeline[0], None, lifeline[2])
 
     def on_signal(signum, _frame):
         raise _Cancelled(signum)

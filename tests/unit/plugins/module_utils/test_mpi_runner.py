@@ -104,6 +104,35 @@ def test_sigkill_of_the_module_stops_the_whole_job():
         _cleanup(token)
 
 
+def test_sigkill_the_moment_the_job_appears_still_stops_it():
+    # The guard must already stand apart when the first job process exists: a guard
+    # forked after the job, still in the module's process group, died with the module
+    # (CI, under load: "job processes [...] outlived the SIGKILLed module").
+    for _round in range(5):
+        token = "0.%012d" % (uuid.uuid4().int % 10 ** 12)
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        module = subprocess.Popen([sys.executable, "-c", MODULE, token], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, env=env, start_new_session=True)
+        try:
+            deadline = time.time() + 20
+            while time.time() < deadline and not _processes_with(token):
+                time.sleep(0.005)
+            assert _processes_with(token), "the job did not start"
+            os.killpg(module.pid, signal.SIGKILL)
+            module.wait(timeout=10)
+            left = _wait_gone(token)
+            assert left == [], "job processes %s outlived the SIGKILLed module" % (left,)
+        finally:
+            _cleanup(token)
+
+
+def test_a_launcher_that_cannot_start_leaves_no_guard_behind():
+    with pytest.raises(OSError):
+        R.run_job(["/nonexistent/launcher-%s" % uuid.uuid4().hex])
+    # The guard was reaped: no zombie or live child of this process is left.
+    assert [pid for pid, (ppid, _sid) in R._proc_table().items() if ppid == os.getpid()] == []
+
+
 def test_a_job_that_ends_normally_leaves_the_guard_quiet(tmp_path):
     # The guard must not kill anything once the job has ended by itself (a new job
     # started later in a reused session id must never be its target).
