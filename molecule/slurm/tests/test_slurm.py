@@ -107,6 +107,19 @@ def test_slurm_conf_from_the_inventory_and_facts(te1, te2, te3):
     assert "PartitionName=fabric Nodes=te1,te2,te3 Default=YES" in conf
 
 
+def test_cgroup_conf_follows_the_nodes_dbus(te1, te2, te3):
+    # slurm_cgroup_systemd=auto: the lab's VMs have no D-Bus system bus, so slurmd makes
+    # its cgroups itself (Slurm 24.11 on Debian 13 does not start otherwise).
+    for vm in (te1, te2, te3):
+        has_bus = vm.file("/run/dbus/system_bus_socket").exists
+        conf = vm.file("/etc/slurm/cgroup.conf").content_string.splitlines()
+        assert "CgroupPlugin=autodetect" in conf, conf
+        if has_bus:
+            assert "IgnoreSystemdOnFailure=yes" in conf and "IgnoreSystemd=yes" not in conf, conf
+        else:
+            assert "IgnoreSystemd=yes" in conf and "IgnoreSystemdOnFailure=yes" not in conf, conf
+
+
 def test_slurm_result():
     result = saved("slurm_result")
     print("\nslurm_result: %s" % json.dumps(result, sort_keys=True))
