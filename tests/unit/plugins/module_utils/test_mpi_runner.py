@@ -46,17 +46,28 @@ def _processes_with(token):
     return found
 
 
-def _start_module():
+def _start_module(processes=2, poll=0.1):
+    """Start the "module" and return once ``processes`` job processes exist."""
     # sleep adds its arguments: a unique fraction of a second marks this test's processes.
     token = "0.%012d" % (uuid.uuid4().int % 10 ** 12)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     module = subprocess.Popen([sys.executable, "-c", MODULE, token], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, env=env, start_new_session=True)
     deadline = time.time() + 20
-    while time.time() < deadline and len(_processes_with(token)) < 2:
-        time.sleep(0.1)
-    assert len(_processes_with(token)) >= 2, "the job did not start"
+    while time.time() < deadline and len(_processes_with(token)) < processes:
+        time.sleep(poll)
+    assert len(_processes_with(token)) >= processes, "the job did not start"
     return module, token
+
+
+def _sigkill_module_and_expect_the_job_gone(module, token):
+    try:
+        os.killpg(module.pid, signal.SIGKILL)
+        module.wait(timeout=10)
+        left = _wait_gone(token)
+        assert left == [], "job processes %s outlived the SIGKILLed module" % (left,)
+    finally:
+        _cleanup(token)
 
 
 def _wait_gone(token, seconds=10):
@@ -94,14 +105,7 @@ def test_a_signal_to_the_module_stops_the_whole_job(sig):
 
 def test_sigkill_of_the_module_stops_the_whole_job():
     # async_wrapper: os.killpg(module, SIGKILL); no handler can run, the guard must act.
-    module, token = _start_module()
-    try:
-        os.killpg(module.pid, signal.SIGKILL)
-        module.wait(timeout=10)
-        left = _wait_gone(token)
-        assert left == [], "job processes %s outlived the SIGKILLed module" % (left,)
-    finally:
-        _cleanup(token)
+    _sigkill_module_and_expect_the_job_gone(*_start_module())
 
 
 def test_sigkill_the_moment_the_job_appears_still_stops_it():
@@ -109,21 +113,7 @@ def test_sigkill_the_moment_the_job_appears_still_stops_it():
     # forked after the job, still in the module's process group, died with the module
     # (CI, under load: "job processes [...] outlived the SIGKILLed module").
     for _round in range(5):
-        token = "0.%012d" % (uuid.uuid4().int % 10 ** 12)
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-        module = subprocess.Popen([sys.executable, "-c", MODULE, token], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, env=env, start_new_session=True)
-        try:
-            deadline = time.time() + 20
-            while time.time() < deadline and not _processes_with(token):
-                time.sleep(0.005)
-            assert _processes_with(token), "the job did not start"
-            os.killpg(module.pid, signal.SIGKILL)
-            module.wait(timeout=10)
-            left = _wait_gone(token)
-            assert left == [], "job processes %s outlived the SIGKILLed module" % (left,)
-        finally:
-            _cleanup(token)
+        _sigkill_module_and_expect_the_job_gone(*_start_module(processes=1, poll=0.005))
 
 
 def test_a_launcher_that_cannot_start_leaves_no_guard_behind():
