@@ -155,8 +155,8 @@ def _guard_main(grace, lifeline, job_info):
 
 
 def _start_guard(grace):
-    """Fork the guard before the job exists; return (lifeline write end, job-info write end,
-    guard pid), or None where /proc is missing.
+    """Fork the guard before the job exists; return ((lifeline write end, guard pid),
+    job-info write end), or (None, None) where /proc is missing.
 
     The guard is in a session of its own before this returns, so a SIGKILL sent to the
     module's process group at any time after it (async_wrapper's) spares it; and the
@@ -164,7 +164,7 @@ def _start_guard(grace):
     so there is no moment when a job runs that the guard does not know of.
     """
     if _start_time(os.getpid()) is None:
-        return None
+        return None, None
     read_end, write_end = os.pipe()
     info_read, info_write = os.pipe()
     ready_read, ready_write = os.pipe()
@@ -196,7 +196,7 @@ def _start_guard(grace):
     os.close(ready_read)
     # The guard is reaped by nobody if the module dies first; if the module lives it
     # is reaped after "done" (see _release_guard).
-    return (write_end, info_write, pid)
+    return (write_end, pid), info_write
 
 
 def _tell_guard(info_write):
@@ -217,9 +217,7 @@ def _tell_guard(info_write):
 def _release_guard(guard):
     if guard is None:
         return
-    write_end, info_write, pid = guard
-    if info_write is not None:
-        os.close(info_write)
+    write_end, pid = guard
     try:
         os.write(write_end, _DONE)
     except OSError:
@@ -257,21 +255,24 @@ def run_job(argv, timeout=None, env=None, cwd=None, grace=5.0, guard=True):
     run_env.update({k: _str_value(v) for k, v in (env or {}).items()})
     run_env["LC_ALL"] = "C"
     started = time.time()
-    lifeline = _start_guard(grace) if guard else None
+    lifeline, info_write = _start_guard(grace) if guard else (None, None)
     extra = {}
-    if lifeline is not None:
-        extra = {"preexec_fn": _tell_guard(lifeline[1]), "pass_fds": (lifeline[1],)}
+    if info_write is not None:
+        extra = {"preexec_fn": _tell_guard(info_write), "pass_fds": (info_write,)}
     try:
-        proc = subprocess.Popen(
-            [str(a) for a in argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-            cwd=cwd, env=run_env, start_new_session=True, **extra
-        )
+        try:
+            proc = subprocess.Popen(
+                [str(a) for a in argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                cwd=cwd, env=run_env, start_new_session=True, **extra
+            )
+        finally:
+            # The guard reads this pipe to its end (the leader has written, or no job
+            # started) before it watches the lifeline: close it before any release.
+            if info_write is not None:
+                os.close(info_write)
     except BaseException:
         _release_guard(lifeline)
         raise
-    if lifeline is not None:
-        os.close(lifeline[1])  # the guard sees end-of-file once the leader has written
-        lifeline = (lifeline[0], None, lifeline[2])
 
     def on_signal(signum, _frame):
         raise _Cancelled(signum)
