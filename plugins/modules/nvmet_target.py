@@ -128,6 +128,14 @@ options:
     description: Check that every namespace's C(device.path) exists and is a block device or regular file.
     type: bool
     default: true
+  save_file:
+    description:
+      - After the change, write the whole target, DH-HMAC-CHAP keys included, to this path in nvmetcli's save-file
+        format (mode 0600, directory 0700, atomically), only when its content differs; the boot restorer and
+        C(nvmetcli restore) read it.
+      - The keys never come back in the result; RV(save_file) says only what happened to the file.
+      - In check mode with planned changes the file is reported as V(would write) without comparing it.
+    type: path
   configfs_root:
     description: Where configfs is mounted.
     type: path
@@ -192,6 +200,13 @@ target:
         allowed_hosts: []
         namespaces:
           - {nsid: 1, enable: 1, device: {path: /srv/nvmet/disk1.img}, ana_grpid: 1, buffered_io: 0}
+save_file:
+  description:
+    - What happened to O(save_file), V(unchanged), V(written) or V(would write) (check mode); empty without
+      O(save_file). A V(written) file alone makes the run changed.
+  returned: always
+  type: str
+  sample: unchanged
 operations:
   description: The operations applied (planned, in check mode) in order, key values masked.
   returned: always
@@ -217,6 +232,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.applier impor
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import NvmetError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.document import DocumentError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.model import ConfigfsTree
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import save_to_file
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.target import (
     PURGE_CHOICES,
     changed_keys,
@@ -260,6 +276,7 @@ def main():
             force=dict(type="bool", default=False),
             allow_reconfigure=dict(type="bool", default=False),
             check_paths=dict(type="bool", default=True),
+            save_file=dict(type="path"),
             configfs_root=dict(type="path", default="/sys/kernel/config"),
         ),
         mutually_exclusive=[("document", "src")],
@@ -290,10 +307,26 @@ def main():
         after = tree.reread_changed(state, ops)
     else:
         after = simulate(state, ops)
-    result = dict(changed=bool(ops), operations=texts, changed_keys=changed_keys(ops), target=target_view(after))
+    saved = save_target(tree, p["save_file"], state, ops, module)
+    result = dict(changed=bool(ops) or saved in ("written", "would write"), operations=texts,
+                  changed_keys=changed_keys(ops), target=target_view(after), save_file=saved)
     if module._diff:
         result["diff"] = dict(before=target_view(state), after=result["target"])
     module.exit_json(**result)
+
+
+def save_target(tree, path, state, ops, module):
+    """Persist the target as configfs now has it: the state just read when nothing changed, a
+    fresh read after changes; in check mode with changes the file would differ."""
+    if not path:
+        return ""
+    if ops and module.check_mode:
+        return "would write"
+    try:
+        return save_to_file(tree, path, check=module.check_mode, state=None if ops else state)
+    except (OSError, NvmetError) as exc:
+        module.fail_json(msg="the target was configured, but saving it to %s failed: %s" % (path, exc),
+                         changed=bool(ops), operations=[op.text() for op in ops])
 
 
 if __name__ == "__main__":

@@ -329,7 +329,7 @@ def write_atomically(path, text, mode=0o600, dir_mode=0o700):
     _fsync_dir(directory)
 
 
-def save_to_file(tree, path, check=False, remove_when_empty=False, without=None):
+def save_to_file(tree, path, check=False, remove_when_empty=False, without=None, state=None):
     """Write the configuration, keys included, to path (mode 0600, parent 0700) when it differs.
 
     Written atomically and durably (:func:`write_atomically`). ``without`` (a dict of
@@ -337,9 +337,12 @@ def save_to_file(tree, path, check=False, remove_when_empty=False, without=None)
     The keys never leave the host: only a one-word outcome is returned -- "unchanged",
     "written", or with remove_when_empty and no object left, "removed" or "absent".
     With check nothing is written and the outcome is "would write" or "would remove".
+    ``state``: a configfs state the caller has just read (``tree.read()``), saved as it is.
     """
-    check_configfs(tree)
-    doc = to_savefile(tree.read(), mask_keys=False)
+    if state is None:
+        check_configfs(tree)
+        state = tree.read()
+    doc = to_savefile(state, mask_keys=False)
     if without:
         doc = document_without(doc, **without)
     text = json.dumps(doc, indent=2, sort_keys=True) + "\n"

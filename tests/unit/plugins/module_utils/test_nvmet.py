@@ -368,7 +368,7 @@ INSTALL_PLAYBOOK = """
 
 
 def test_restorer_runs_standalone_as_the_role_installs_it(root, tmp_path):
-    """The role installs the restorer as one file (roles/nvmeof_target/tasks/restorer.yml,
+    """The role installs the restorer as one file (roles/nvmeof_target/tasks/restorer.yml, one host_config task,
     the template carrying the nvmet package). Install it with Ansible on localhost, then
     run it with an isolated interpreter (-I -S: no PYTHONPATH, no site-packages, so no
     Ansible) to prove it needs only the standard library and that file; installing
@@ -384,7 +384,7 @@ def test_restorer_runs_standalone_as_the_role_installs_it(root, tmp_path):
                ANSIBLE_NOCOLOR="1", ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), ANSIBLE_HOME=str(tmp_path / "home"))
     playbook = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
                 "-c", "local", "-e", "ansible_python_interpreter=" + sys.executable, str(tmp_path / "play.yml")]
-    for expected in ("changed=2", "changed=0"):
+    for expected in ("changed=1", "changed=0"):
         proc = subprocess.run(playbook, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=300,
                               check=False, universal_newlines=True)
         assert proc.returncode == 0 and expected in proc.stdout, proc.stdout

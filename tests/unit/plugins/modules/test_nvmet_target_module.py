@@ -166,3 +166,46 @@ def test_after_a_converge_only_touched_objects_are_read_again_and_the_result_mat
     assert emptied["changed"] is True
     assert emptied["target"] == nvmet_target.target_view(EmulatedTree(root).read())
     assert emptied["target"] == {"hosts": [], "ports": [], "subsystems": []}
+
+
+def test_save_file_is_written_with_the_keys_once_and_only_reported(monkeypatch, root, tmp_path):
+    """save_file: the whole target, keys in clear, in a 0600 file under a 0700 folder, written by
+    the run that changed configfs; a no-op run leaves it; a check run writes nothing; the key
+    never appears in the result."""
+    key = make_key()
+    save = str(tmp_path / "etc-nvmet" / "config.json")
+    args = {"document": document(root, key), "save_file": save}
+    checked = run(monkeypatch, root, args, check=True)
+    assert checked["save_file"] == "would write" and not os.path.exists(save)
+    first = run(monkeypatch, root, args)
+    assert first["changed"] is True and first["save_file"] == "written"
+    assert oct(os.stat(save).st_mode & 0o777) == "0o600"
+    assert oct(os.stat(os.path.dirname(save)).st_mode & 0o777) == "0o700"
+    with open(save) as f:
+        saved = json.load(f)
+    assert saved["hosts"][0]["dhchap"]["key"] == key, "the save file must carry the key for the boot restore"
+    assert saved["subsystems"][0]["nqn"] == SUB and saved["ports"][0]["subsystems"] == [SUB]
+    assert key not in json.dumps(first)
+    mtime = os.stat(save).st_mtime_ns
+    second = run(monkeypatch, root, args)
+    assert second["changed"] is False and second["save_file"] == "unchanged"
+    assert os.stat(save).st_mtime_ns == mtime
+    checked_again = run(monkeypatch, root, args, check=True)
+    assert checked_again["changed"] is False and checked_again["save_file"] == "unchanged"
+
+
+def test_a_stale_save_file_alone_makes_the_run_changed(monkeypatch, root, tmp_path):
+    key = make_key()
+    save = str(tmp_path / "config.json")
+    args = {"document": document(root, key), "save_file": save}
+    run(monkeypatch, root, args)
+    with open(save, "w") as f:
+        f.write("{}\n")
+    checked = run(monkeypatch, root, args, check=True)
+    assert checked["changed"] is True and checked["operations"] == [] and checked["save_file"] == "would write"
+    with open(save) as f:
+        assert f.read() == "{}\n", "check mode rewrote the save file"
+    fixed = run(monkeypatch, root, args)
+    assert fixed["changed"] is True and fixed["operations"] == [] and fixed["save_file"] == "written"
+    with open(save) as f:
+        assert json.load(f)["hosts"][0]["dhchap"]["key"] == key

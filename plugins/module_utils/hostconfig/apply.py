@@ -1,0 +1,117 @@
+# -*- coding: utf-8 -*-
+# Copyright: aiinfra.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Carry out a host_config plan, in order, and read back what was asked for."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig.state import HostConfigError, op_text, under
+
+
+class SystemProbe(object):
+    """Kernel modules from /sys/module, units from systemctl (run: module.run_command)."""
+
+    def __init__(self, run, systemctl, sys_root="/sys"):
+        self.run = run
+        self.systemctl = systemctl
+        self.sys_root = sys_root
+
+    def loaded(self, name):
+        return os.path.isdir(os.path.join(self.sys_root, "module", name.replace("-", "_")))
+
+    def known_unit(self, name):
+        rc, out, err = self.run([self.systemctl, "list-units", "--all", "--plain", "--no-legend", name])
+        return rc == 0 and bool(out.strip())
+
+    def _enablement(self, name):
+        rc, out, err = self.run([self.systemctl, "is-enabled", name])
+        return out.strip()
+
+    def enabled(self, name):
+        return self._enablement(name) in ("enabled", "enabled-runtime", "static", "alias", "indirect", "generated")
+
+    def can_disable(self, name):
+        return self._enablement(name) in ("enabled", "enabled-runtime", "alias")
+
+    def active(self, name):
+        rc, out, err = self.run([self.systemctl, "is-active", name])
+        return out.strip() == "active"
+
+
+def _write(root, op):
+    full = under(root, op["path"])
+    directory = os.path.dirname(full)
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(full) + ".", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), op["mode"])
+            fh.write(op["content"])
+            fh.flush()
+            os.fsync(fh.fileno())
+        if op["uid"] is not None or op["gid"] is not None:
+            os.chown(tmp, -1 if op["uid"] is None else op["uid"], -1 if op["gid"] is None else op["gid"])
+        os.replace(tmp, full)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def apply(ops, root, run, systemctl, modprobe):
+    """Run each operation; a failure names the operation and what went wrong, and lists what was done."""
+    done = []
+    for op in ops:
+        kind = op["op"]
+        try:
+            if kind == "mkdir":
+                full = under(root, op["path"])
+                os.mkdir(full, op["mode"])
+                os.chmod(full, op["mode"])  # mkdir's mode is masked by the umask
+                if op["uid"] is not None or op["gid"] is not None:
+                    os.chown(full, -1 if op["uid"] is None else op["uid"], -1 if op["gid"] is None else op["gid"])
+            elif kind == "write":
+                _write(root, op)
+            elif kind == "chmod":
+                os.chmod(under(root, op["path"]), op["mode"])
+            elif kind == "chown":
+                os.chown(under(root, op["path"]), -1 if op["uid"] is None else op["uid"],
+                         -1 if op["gid"] is None else op["gid"])
+            elif kind == "remove":
+                os.unlink(under(root, op["path"]))
+            elif kind == "rmdir":
+                os.rmdir(under(root, op["path"]))
+            else:
+                if kind == "modprobe":
+                    argv = [modprobe, op["name"]]
+                elif kind == "daemon_reload":
+                    argv = [systemctl, "daemon-reload"]
+                elif kind in ("enable", "disable"):
+                    argv = [systemctl, "--no-reload", kind, op["name"]]
+                else:
+                    argv = [systemctl, kind, op["name"]]
+                rc, out, err = run(argv)
+                if rc != 0:
+                    raise HostConfigError("host_config: '%s' failed (rc %d): %s"
+                                          % (" ".join(argv), rc, (err or out).strip()))
+        except HostConfigError as exc:
+            exc.done = done
+            raise
+        except OSError as exc:
+            raise HostConfigError("host_config: %s failed: %s" % (op_text(op), exc), done=done)
+        done.append(op_text(op))
+    return done
+
+
+def read_files(root, paths):
+    """Text of each path (None when missing); for status files, never for secrets."""
+    out = {}
+    for path in paths:
+        try:
+            with open(under(root, path)) as fh:
+                out[path] = fh.read()
+        except FileNotFoundError:
+            out[path] = None
+    return out

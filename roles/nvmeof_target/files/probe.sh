@@ -1,0 +1,29 @@
+# What the role reads before it changes anything, in one remote command (each task is a
+# module start on the host). Arguments: the missing-packages script, the record path,
+# "firewall" or "-", then the packages to look up. One item per line:
+#   configfs | no-configfs      whether configfs has the target (nvmet loaded)
+#   missing PACKAGE             a package of the arguments that is not installed
+#   byid NAME TARGET            each /dev/disk/by-id link and where it points
+#   firewall TOOL               firewalld, ufw, nftables or none (with "firewall" only)
+#   nvmetcli UNIT MASK          nvmetcli's restore unit: unit|none, masked|unmasked
+#   record BASE64               the record of what this role created, when there is one
+pkgscript=$1; record=$2; fw=$3; shift 3
+if [ -d /sys/kernel/config/nvmet ]; then echo configfs; else echo no-configfs; fi
+[ $# -gt 0 ] && sh -c "$pkgscript" sh "$@" | sed 's/^/missing /'
+[ -d /dev/disk/by-id ] && find /dev/disk/by-id -maxdepth 1 -type l -printf 'byid %f %l\n'
+# firewalld is a daemon: active means it filters. ufw.service is active whenever ufw is
+# installed (a oneshot that loads the rules only if enabled), so ufw counts only with
+# ENABLED=yes in /etc/ufw/ufw.conf, which `ufw enable` writes and the boot reads.
+# nftables.service is active when it loaded /etc/nftables.conf.
+if [ "$fw" = firewall ]; then
+  if systemctl is-active --quiet firewalld.service; then echo firewall firewalld
+  elif grep -qs '^ENABLED=yes' /etc/ufw/ufw.conf; then echo firewall ufw
+  elif systemctl is-active --quiet nftables.service; then echo firewall nftables
+  else echo firewall none; fi
+fi
+unit=none; mask=unmasked
+[ -e /usr/lib/systemd/system/nvmet.service ] && unit=unit
+[ "$(readlink /etc/systemd/system/nvmet.service)" = /dev/null ] && mask=masked
+echo "nvmetcli $unit $mask"
+[ -f "$record" ] && echo "record $(base64 -w0 "$record")"
+true
