@@ -128,6 +128,38 @@ options:
     description: Check that every namespace's C(device.path) exists and is a block device or regular file.
     type: bool
     default: true
+  remove:
+    description:
+      - Remove exactly these objects instead of applying a document (mutually exclusive with O(document) and
+        O(src)): the subsystems with their namespaces, allowed-host links and port links, then the ports, then the
+        host entries, with the same guards (live connections need O(force)). What configfs does not have is skipped,
+        so a second run changes nothing.
+      - With O(save_file), the file is written without these objects (removed when nothing is left) before any of
+        them is removed, so a teardown stopped half way does not bring them back at the next boot.
+    type: dict
+    suboptions:
+      subsystems:
+        description: Subsystem NQNs.
+        type: list
+        elements: str
+        default: []
+      ports:
+        description: Port IDs.
+        type: list
+        elements: int
+        default: []
+      hosts:
+        description: Host NQNs (their entries under C(hosts/)).
+        type: list
+        elements: str
+        default: []
+  load_modules:
+    description:
+      - Load C(nvmet) and the transport module of each port of the document (C(nvmet_tcp), C(nvmet_rdma),
+        C(nvme_loop), C(nvmet_fc)) with C(modprobe) when C(/sys/module) does not list them, before configfs is read.
+        Not in check mode. Loading them at boot is left to the caller.
+    type: bool
+    default: false
   save_file:
     description:
       - After the change, write the whole target, DH-HMAC-CHAP keys included, to this path in nvmetcli's save-file
@@ -135,6 +167,7 @@ options:
         C(nvmetcli restore) read it.
       - The keys never come back in the result; RV(save_file) says only what happened to the file.
       - In check mode with planned changes the file is reported as V(would write) without comparing it.
+      - With O(remove), see there.
     type: path
   configfs_root:
     description: Where configfs is mounted.
@@ -202,8 +235,9 @@ target:
           - {nsid: 1, enable: 1, device: {path: /srv/nvmet/disk1.img}, ana_grpid: 1, buffered_io: 0}
 save_file:
   description:
-    - What happened to O(save_file), V(unchanged), V(written) or V(would write) (check mode); empty without
-      O(save_file). A V(written) file alone makes the run changed.
+    - What happened to O(save_file), V(unchanged), V(written) or V(would write) (check mode); with O(remove) also
+      V(removed), V(would remove) or V(absent). Empty without O(save_file). A written or removed file alone makes
+      the run changed.
   returned: always
   type: str
   sample: unchanged
@@ -226,6 +260,8 @@ errors:
   sample: ["subsystems[3].namespaces[7].device.path: '/srv/x.img' does not exist or cannot be read (No such file or directory)"]
 """
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.applier import apply_plan, simulate
@@ -239,8 +275,10 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.target import
     check_document,
     drop_unset,
     load_document,
+    plan_removal,
     plan_target,
     secrets_of,
+    transport_modules,
     target_view,
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate import check_configfs
@@ -277,16 +315,26 @@ def main():
             allow_reconfigure=dict(type="bool", default=False),
             check_paths=dict(type="bool", default=True),
             save_file=dict(type="path"),
+            remove=dict(type="dict", options=dict(
+                subsystems=dict(type="list", elements="str", default=[]),
+                ports=dict(type="list", elements="int", default=[]),
+                hosts=dict(type="list", elements="str", default=[]),
+            )),
+            load_modules=dict(type="bool", default=False),
             configfs_root=dict(type="path", default="/sys/kernel/config"),
         ),
-        mutually_exclusive=[("document", "src")],
-        required_one_of=[("document", "src")],
+        mutually_exclusive=[("document", "src", "remove")],
+        required_one_of=[("document", "src", "remove")],
         supports_check_mode=True,
     )
     p = module.params
     tree = make_tree(p)
+    if p["remove"] is not None:
+        remove_and_exit(module, tree, p)
     try:
         doc = drop_unset(p["document"]) if p["document"] is not None else load_document(p["src"])
+        if p["load_modules"] and not module.check_mode:
+            load_kernel_modules(module, transport_modules(doc), tree.sysfs_root)
         module.no_log_values.update(secrets_of(doc))
         check_configfs(tree)
         state = tree.read()
@@ -310,6 +358,48 @@ def main():
     saved = save_target(tree, p["save_file"], state, ops, module)
     result = dict(changed=bool(ops) or saved in ("written", "would write"), operations=texts,
                   changed_keys=changed_keys(ops), target=target_view(after), save_file=saved)
+    if module._diff:
+        result["diff"] = dict(before=target_view(state), after=result["target"])
+    module.exit_json(**result)
+
+
+def load_kernel_modules(module, names, sysfs_root):
+    missing = [n for n in names if not os.path.isdir(os.path.join(sysfs_root, "module", n))]
+    if not missing:
+        return
+    modprobe = module.get_bin_path("modprobe", required=True, opt_dirs=["/usr/sbin", "/sbin"])
+    for name in missing:
+        rc, out, err = module.run_command([modprobe, name], environ_update=dict(LC_ALL="C"))
+        if rc != 0:
+            module.fail_json(msg="modprobe %s failed: %s; the document needs it (nvmet and one module per port "
+                             "transport)" % (name, (err or out).strip()), rc=rc, stdout=out, stderr=err, changed=False)
+
+
+def remove_and_exit(module, tree, p):
+    """remove: plan the removals, save the file without those objects, then remove them."""
+    want = p["remove"]
+    try:
+        check_configfs(tree)
+        state = tree.read()
+        ops = plan_removal(tree, state, want["subsystems"], want["ports"], want["hosts"], p["force"])
+        after = simulate(state, ops)
+        saved = ""
+        if p["save_file"]:
+            saved = save_to_file(tree, p["save_file"], check=module.check_mode, remove_when_empty=True, state=after)
+    except NvmetError as exc:
+        module.fail_json(msg=exc.msg, changed=False, operations=[])
+    except OSError as exc:
+        module.fail_json(msg="saving the target without the removed objects to %s failed, nothing was removed: %s"
+                         % (p["save_file"], exc), changed=False, operations=[])
+    texts = [op.text() for op in ops]
+    if ops and not module.check_mode:
+        try:
+            apply_plan(tree, ops)
+        except NvmetError as exc:
+            module.fail_json(msg=exc.msg, changed=True, operations=exc.applied, planned=texts, save_file=saved)
+        after = tree.reread_changed(state, ops)
+    result = dict(changed=bool(ops) or saved in ("written", "would write", "removed", "would remove"),
+                  operations=texts, changed_keys=[], target=target_view(after), save_file=saved)
     if module._diff:
         result["diff"] = dict(before=target_view(state), after=result["target"])
     module.exit_json(**result)

@@ -32,7 +32,13 @@ import copy
 import json
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.applier import simulate
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import DISCOVERY_NQN, HOST_KEY_FIELDS, NvmetError, Op
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import (
+    DISCOVERY_NQN,
+    HOST_KEY_FIELDS,
+    TRANSPORT_MODULES,
+    NvmetError,
+    Op,
+)
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.discovery import plan_discovery_nqn
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.document import DocumentError, validate_document
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.planner import plan_host, plan_port, plan_subsystem
@@ -190,6 +196,34 @@ def plan_target(tree, state, doc, purge="none", force=False, allow_reconfigure=F
         for nqn in sorted(n for n in state["hosts"] if n not in hosts):
             st = step(plan_host(st, {"hostnqn": nqn, "state": "absent"}, conns, force))
     return ops
+
+
+def plan_removal(tree, state, subsystems=(), ports=(), hosts=(), force=False):
+    """Plan removing exactly these objects: subsystems (their namespaces, allowed-host
+    links and port links), then ports, then host entries, with the guards of the
+    per-object modules (live connections need force; a host that a kept subsystem still
+    allows is refused unless force). Objects configfs does not have are skipped."""
+    conns = tree.connections(state)
+    steps = [(plan_subsystem, {"nqn": nqn, "state": "absent"}) for nqn in subsystems or []]
+    steps += [(plan_port, {"port_id": int(pid), "state": "absent"}) for pid in ports or []]
+    steps += [(plan_host, {"hostnqn": nqn, "state": "absent"}) for nqn in hosts or []]
+    ops = []
+    st = state
+    for plan, spec in steps:
+        part = plan(st, spec, conns, force)
+        ops.extend(part)
+        st = simulate(st, part)
+    return ops
+
+
+def transport_modules(doc):
+    """The kernel modules a document needs: nvmet, and one per port transport."""
+    names = ["nvmet"]
+    for port in doc.get("ports") or []:
+        name = TRANSPORT_MODULES.get((port.get("addr") or {}).get("trtype"))
+        if name and name not in names:
+            names.append(name)
+    return names
 
 
 def plan_passthru(state, entry, conns=None, force=False):

@@ -1,13 +1,19 @@
 # What the role reads before it changes anything, in one remote command (each task is a
 # module start on the host). Arguments: the missing-packages script, the record path,
-# "firewall" or "-", then the packages to look up. One item per line:
+# "firewall" or "-", the number of backing files, the backing files, then the packages to
+# look up. One item per line:
 #   configfs | no-configfs      whether configfs has the target (nvmet loaded)
 #   missing PACKAGE             a package of the arguments that is not installed
 #   byid NAME TARGET            each /dev/disk/by-id link and where it points
 #   firewall TOOL               firewalld, ufw, nftables or none (with "firewall" only)
 #   nvmetcli UNIT MASK          nvmetcli's restore unit: unit|none, masked|unmasked
 #   record BASE64               the record of what this role created, when there is one
-pkgscript=$1; record=$2; fw=$3; shift 3
+#   file exists BYTES PATH      a backing file that exists (a regular file)
+pkgscript=$1; record=$2; fw=$3; nfiles=$4; shift 4
+while [ "$nfiles" -gt 0 ]; do
+  [ -f "$1" ] && echo "file exists $(stat -c %s "$1") $1"
+  shift; nfiles=$((nfiles - 1))
+done
 if [ -d /sys/kernel/config/nvmet ]; then echo configfs; else echo no-configfs; fi
 [ $# -gt 0 ] && sh -c "$pkgscript" sh "$@" | sed 's/^/missing /'
 [ -d /dev/disk/by-id ] && find /dev/disk/by-id -maxdepth 1 -type l -printf 'byid %f %l\n'

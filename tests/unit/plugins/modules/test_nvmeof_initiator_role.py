@@ -161,14 +161,22 @@ def test_teardown_removes_the_iopolicy_rule_the_record_names(tmp_path):
     conn = {"transport": "tcp", "traddr": "10.99.0.7", "trsvcid": "4420", "nqn": "nqn.2024-04.com.example:recorded",
             "host_traddr": ""}
     record = {"file": str(records / "nvmeof_initiator-0123456789ab.json"), "written_by": "aiinfra.fabric.nvmeof_initiator",
-              "kernel_module": "nvme_tcp", "connections": [conn], "nsid": 1, "persistent": False, "mount_point": "",
-              "fstab": False, "iopolicy_rule": str(rule)}
+              "kernel_module": "aiinfra_test_no_such_module", "connections": [conn], "nsid": 1, "persistent": False,
+              "mount_point": "", "fstab": False, "iopolicy_rule": str(rule)}
     (records / "nvmeof_initiator-0123456789ab.json").write_text(json.dumps(record) + "\n")
-    proc = play(tmp_path, {"h1": {}}, {"nvmeof_initiator_state": "absent", "__nvmeof_initiator_record_dir": str(records)})
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out
-    task = out.split("Remove the udev rules that kept the multipath I/O policy")[1].split("TASK [")[0]
-    assert "changed: [h1] => (item=%s)" % rule in task, task
+    extra = {"nvmeof_initiator_state": "absent", "__nvmeof_initiator_record_dir": str(records),
+             "__nvmeof_initiator_autoconnect_marker": str(tmp_path / "autoconnect.enabled"),
+             "__nvmeof_initiator_tls_dropin": str(tmp_path / "60-aiinfra-tls.conf")}
+    checked = play(tmp_path, {"h1": {}}, extra)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert rule.exists(), "check mode removed the rule"
+    task = checked.stdout.split("Remove what converge wrote and the empty mount points")[1].split("TASK [")[0]
+    assert "changed: [h1]" in task, task
+    # Not in check mode: the recorded connection is gone already (no controller), so only files go.
+    proc = play(tmp_path, {"h1": {}}, extra, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not rule.exists(), "the teardown left the I/O policy rule the record names"
+    assert not records.exists(), "the record and its emptied folder should be gone"
 
 
 def test_tls_over_rdma_and_concat_without_dhchap_are_refused_before_any_change(tmp_path):

@@ -209,3 +209,70 @@ def test_a_stale_save_file_alone_makes_the_run_changed(monkeypatch, root, tmp_pa
     assert fixed["changed"] is True and fixed["operations"] == [] and fixed["save_file"] == "written"
     with open(save) as f:
         assert json.load(f)["hosts"][0]["dhchap"]["key"] == key
+
+
+def test_remove_saves_first_then_removes_exactly_the_listed_objects(monkeypatch, root, tmp_path):
+    """remove: the teardown's one task. The save file loses the removed subsystem before configfs
+    does; the port and the host entry that were not listed stay, in configfs and in the file."""
+    key = make_key()
+    save = str(tmp_path / "config.json")
+    run(monkeypatch, root, {"document": document(root, key), "save_file": save})
+    before = tree_digest(root)
+    args = {"remove": {"subsystems": [SUB]}, "save_file": save}
+    checked = run(monkeypatch, root, args, check=True)
+    assert checked["changed"] is True and checked["save_file"] == "would write" and tree_digest(root) == before
+    assert "rmdir subsystems/%s" % SUB in checked["operations"]
+    removed = run(monkeypatch, root, args)
+    assert removed["operations"] == checked["operations"] and removed["save_file"] == "written"
+    assert not os.path.exists(os.path.join(root, "nvmet", "subsystems", SUB))
+    assert os.path.isdir(os.path.join(root, "nvmet", "ports", "1"))
+    assert os.path.isdir(os.path.join(root, "nvmet", "hosts", HOST))
+    with open(save) as f:
+        saved = json.load(f)
+    assert saved["subsystems"] == [] and saved["ports"][0]["subsystems"] == []
+    assert saved["hosts"][0]["dhchap"]["key"] == key
+    assert key not in json.dumps(removed)
+    again = run(monkeypatch, root, args)
+    assert again["changed"] is False and again["operations"] == [] and again["save_file"] == "unchanged"
+
+
+def test_remove_of_everything_removes_the_save_file(monkeypatch, root, tmp_path):
+    save = str(tmp_path / "config.json")
+    run(monkeypatch, root, {"document": document(root, make_key()), "save_file": save})
+    args = {"remove": {"subsystems": [SUB], "ports": [1], "hosts": [HOST]}, "save_file": save}
+    removed = run(monkeypatch, root, args)
+    assert removed["changed"] is True and removed["save_file"] == "removed" and not os.path.exists(save)
+    assert removed["target"] == {"hosts": [], "ports": [], "subsystems": []}
+    assert sorted(os.listdir(os.path.join(root, "nvmet", "subsystems"))) == []
+    again = run(monkeypatch, root, args)
+    assert again["changed"] is False and again["save_file"] == "absent"
+
+
+def test_remove_of_a_host_a_kept_subsystem_allows_is_refused_and_changes_nothing(monkeypatch, root, tmp_path):
+    run(monkeypatch, root, {"document": document(root, make_key())})
+    before = tree_digest(root)
+    refused = run(monkeypatch, root, {"remove": {"hosts": [HOST]}})
+    assert refused.get("failed") and "allowed_hosts of subsystem" in refused["msg"]
+    assert tree_digest(root) == before
+
+
+def test_load_modules_loads_what_the_ports_need_before_reading_configfs(monkeypatch, root):
+    """The fixture's sysfs lists nvmet and nvmet_tcp; an rdma port needs nvmet_rdma."""
+    loaded = []
+
+    def run_command(self, argv, **kw):
+        loaded.append(argv[1:])
+        os.makedirs(os.path.join(root, "sys", "module", argv[1]))
+        return 0, "", ""
+
+    monkeypatch.setattr(nvmet_target.AnsibleModule, "run_command", run_command)
+    monkeypatch.setattr(nvmet_target.AnsibleModule, "get_bin_path", lambda self, name, **kw: "/sbin/" + name)
+    doc = document(root, make_key())
+    doc["ports"].append({"portid": 2, "addr": {"trtype": "rdma", "traddr": "10.99.0.1", "trsvcid": "4420"},
+                         "subsystems": []})
+    result = run(monkeypatch, root, {"document": doc, "load_modules": True}, check=True)
+    assert loaded == [], "check mode must not load modules"
+    assert result.get("failed") and "needs the kernel module nvmet_rdma" in result["msg"] + str(result.get("errors"))
+    result = run(monkeypatch, root, {"document": doc, "load_modules": True})
+    assert loaded == [["nvmet_rdma"]], loaded
+    assert result["changed"] is True
