@@ -131,9 +131,9 @@ options:
   remove:
     description:
       - Remove exactly these objects instead of applying a document (mutually exclusive with O(document) and
-        O(src)): the subsystems with their namespaces, allowed-host links and port links, then the ports, then the
-        host entries, with the same guards (live connections need O(force)). What configfs does not have is skipped,
-        so a second run changes nothing.
+        O(src)). First the subsystems with their namespaces, allowed-host links and port links, then the ports, then
+        the host entries, with the same guards (live connections need O(force)). What configfs does not have is
+        skipped, so a second run changes nothing.
       - With O(save_file), the file is written without these objects (removed when nothing is left) before any of
         them is removed, so a teardown stopped half way does not bring them back at the next boot.
     type: dict
