@@ -27,8 +27,12 @@ class SystemProbe(object):
         return rc == 0 and bool(out.strip())
 
     def _enablement(self, name):
-        rc, out, err = self.run([self.systemctl, "is-enabled", name])
-        return out.strip()
+        # Asked once per unit and run: each systemctl call is a process start (slow on emulated hosts).
+        cache = self.__dict__.setdefault("_enablements", {})
+        if name not in cache:
+            rc, out, err = self.run([self.systemctl, "is-enabled", name])
+            cache[name] = out.strip()
+        return cache[name]
 
     def enabled(self, name):
         return self._enablement(name) in ("enabled", "enabled-runtime", "static", "alias", "indirect", "generated")

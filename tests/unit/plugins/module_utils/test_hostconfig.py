@@ -531,3 +531,17 @@ def test_a_static_unit_is_not_disabled_again_and_again(tmp_path):
     assert ops == []
     ops, _before, _after = plan(desired, str(tmp_path), FakeProbe(enabled=["x.service"]))
     assert [op["op"] for op in ops] == ["disable"]
+
+
+def test_system_probe_asks_systemctl_once_per_unit_for_its_enablement():
+    from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig.apply import SystemProbe
+    calls = []
+
+    def run(argv):
+        calls.append(argv)
+        return 0, "static\n", ""
+
+    probe = SystemProbe(run, "/bin/systemctl")
+    assert probe.enabled("x.service") is True
+    assert probe.can_disable("x.service") is False
+    assert calls == [["/bin/systemctl", "is-enabled", "x.service"]]
