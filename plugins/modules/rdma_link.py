@@ -15,8 +15,11 @@ description:
   - Reads the current links from C(rdma -j link show) and changes only what differs.
   - Tells hardware RDMA devices (which have a bus device in sysfs) from software ones, so a
     play can leave hosts with a real RDMA adapter alone (O(when_hardware=skip)).
-  - The link does not survive a reboot by itself; the M(aiinfra.fabric.rdma_link) caller
-    (for example the C(aiinfra.fabric.soft_roce) role) persists it.
+  - The link does not survive a reboot by itself. With O(persistent=true) the module also installs and enables
+    a oneshot systemd unit that loads the kernel module (C(rdma_rxe) or C(siw)) and re-creates the link at boot,
+    ordered before C(aiinfra-nvmet.service), C(nvmet.service) and C(nvmf-autoconnect.service); with
+    O(state=absent) it stops, disables and removes that unit before it deletes the link. The link and its unit
+    are one task (one module start on the host instead of two).
 options:
   name:
     description: Name of the RDMA device to create or delete, for example C(rxe0).
@@ -48,22 +51,46 @@ options:
         every RDMA connection that uses it.
     type: bool
     default: false
+  persistent:
+    description:
+      - Also manage the systemd unit that re-creates the link at boot (C(/etc/systemd/system/)O(unit_name)).
+      - With O(state=present) the unit file (root:root, 0644) is written atomically when its content differs (its
+        mode and owner set when only they differ), and the unit is enabled with C(systemctl --no-reload enable), not
+        started (the link exists already). A changed unit file that systemd has loaded gets one
+        C(systemctl daemon-reload).
+      - With O(state=absent) the unit is stopped and disabled and its file removed, before the link is deleted.
+      - V(false) leaves any boot unit as it is.
+      - With O(persistent=true) and O(state=present), O(netdev) may hold only letters, digits, V(_), V(.) and V(-),
+        because it goes into the unit's command line.
+    type: bool
+    default: false
+  unit_name:
+    description:
+      - Name of the boot unit, a C(.service). Defaults to C(aiinfra-soft-roce-<name>.service).
+      - Used only with O(persistent=true).
+    type: str
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
 attributes:
   check_mode:
-    description: Can run in check mode and predict the result (changed, operations, link) without running C(rdma link).
+    description: Can run in check mode and predict the result (changed, operations, link) without running C(rdma link)
+      or changing the boot unit (C(systemctl is-enabled/is-active/list-units) still run to read its state).
     support: full
   diff_mode:
-    description: Returns the managed link before and after the change (predicted in check mode).
+    description: Returns the managed link, and with O(persistent=true) the boot unit's file and enablement, before
+      and after the change (predicted in check mode).
     support: full
   idempotent:
-    description: A second run with the same arguments reports no change and runs no C(rdma link add/delete).
+    description: A second run with the same arguments reports no change, runs no C(rdma link add/delete) and writes
+      no unit file.
     support: full
 requirements:
   - iproute2 with the C(rdma) tool, and the C(rdma_rxe) (or C(siw)) kernel module.
+  - systemd (C(systemctl)) for O(persistent=true).
 notes:
   - The kernel accepts one rxe device per network interface.
+  - The unit checks C(rdma link show NAME/1) before it adds the link, so it does nothing when the link is there.
+  - Run as root.
 seealso:
   - name: rdma-link(8)
     description: The iproute2 manual page for C(rdma link).
@@ -83,6 +110,19 @@ EXAMPLES = r"""
   aiinfra.fabric.rdma_link:
     name: rxe0
     state: absent
+
+- name: Create soft-iWARP device siw0 on eth2 and re-create it at every boot
+  aiinfra.fabric.rdma_link:
+    name: siw0
+    netdev: eth2
+    type: siw
+    persistent: true
+
+- name: Stop, disable and remove its boot unit, then delete the link
+  aiinfra.fabric.rdma_link:
+    name: siw0
+    state: absent
+    persistent: true
 """
 
 RETURN = r"""
@@ -107,27 +147,55 @@ skipped_for_hardware:
   returned: always
   type: bool
 operations:
-  description: The planned C(rdma) operations, in order.
+  description:
+    - The operations, one line each, in the order they ran (in check mode, would run); empty when nothing changed.
+    - C(rdma link) commands, and with O(persistent=true) the boot unit's file and C(systemctl) operations.
   returned: always
   type: list
-  elements: dict
-  sample: [{op: add, name: rxe0, type: rxe, netdev: eth1}]
+  elements: str
+  sample:
+    - rdma link add rxe0 type rxe netdev eth1
+    - create /etc/systemd/system/aiinfra-soft-roce-rxe0.service 0644 (574 bytes)
+    - systemctl enable aiinfra-soft-roce-rxe0.service
+boot_unit:
+  description: The name of the boot unit with O(persistent=true); an empty string otherwise, and when skipped for
+    hardware.
+  returned: always
+  type: str
+  sample: aiinfra-soft-roce-rxe0.service
 diff:
-  description: Before/after of the managed link (in diff mode).
+  description:
+    - Before/after of the managed link (key C(link)), in diff mode.
+    - With O(persistent=true) also the unit file, keyed by its path (C(type), C(mode), C(sha256), C(size),
+      C(content); V(null) when missing), and the unit, keyed C(unit <unit_name>) (C(enabled), and C(active) with
+      O(state=absent)).
   returned: when diff mode is on
   type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig import apply as hostconfig_apply
+from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig import state as hostconfig_state
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.rdma_link import (
     RdmaLinkError,
     RdmaLinkRunner,
+    boot_unit_params,
+    default_unit_name,
     find_link,
+    op_text,
     plan_link,
     read_devices,
     validate,
 )
+
+
+def _host_root():
+    """The tree the boot unit's file is read and written under: "/" on a managed host.
+
+    A seam for the unit tests, which point it at a temporary tree; not an option.
+    """
+    return "/"
 
 
 def main():
@@ -139,25 +207,50 @@ def main():
             state=dict(type="str", default="present", choices=["present", "absent"]),
             when_hardware=dict(type="str", default="create", choices=["create", "skip"]),
             force=dict(type="bool", default=False),
+            persistent=dict(type="bool", default=False),
+            unit_name=dict(type="str"),
         ),
         required_if=[("state", "present", ["netdev"])],
         supports_check_mode=True,
     )
     p = module.params
+    unit_name = (p["unit_name"] or default_unit_name(p["name"])) if p["persistent"] else ""
+    done = []
     try:
-        validate(p["name"], p["netdev"], p["type"], p["state"])
+        validate(p["name"], p["netdev"], p["type"], p["state"], p["persistent"], p["unit_name"])
         runner = RdmaLinkRunner(module.run_command, module.get_bin_path("rdma", required=True))
         hardware = sorted(n for n, d in read_devices().items() if d["hardware"])
         links = runner.links()
         before = find_link(links, p["name"])
         result = dict(changed=False, hardware_devices=hardware, skipped_for_hardware=False,
-                      operations=[], link=before, links=links)
+                      operations=[], link=before, links=links, boot_unit="")
         if hardware and p["when_hardware"] == "skip":
             result["skipped_for_hardware"] = True
             module.exit_json(**result)
         ops = plan_link(links, p["name"], p["netdev"], p["type"], p["state"], force=p["force"])
+        # Both plans are made before anything changes, so a problem with the unit stops the link change too.
+        unit_ops, unit_before, unit_after, root, systemctl = [], {}, {}, _host_root(), None
+        if unit_name:
+            systemctl = module.get_bin_path("systemctl", required=True)
+            desired = hostconfig_state.validate(
+                boot_unit_params(unit_name, p["state"], p["name"], p["netdev"], p["type"]))
+            unit_ops, unit_before, unit_after = hostconfig_state.plan(
+                desired, root, hostconfig_apply.SystemProbe(_run(module), systemctl))
+        # Up: the link, then its unit. Down: the unit stopped and gone before the link it re-creates.
+        steps = [("link", ops), ("unit", unit_ops)]
+        if p["state"] == "absent":
+            steps.reverse()
+        if module.check_mode:
+            done = [op_text(op) if kind == "link" else hostconfig_state.op_text(op) for kind, step in steps for op in step]
+        else:
+            for kind, step in steps:
+                if kind == "unit" and step:
+                    done.extend(hostconfig_apply.apply(step, root, _run(module), systemctl, "modprobe"))
+                elif kind == "link":
+                    for op in step:
+                        runner.apply([op])
+                        done.append(op_text(op))
         if ops and not module.check_mode:
-            runner.apply(ops)
             links = runner.links()
             after = find_link(links, p["name"])
         elif p["state"] == "absent":
@@ -167,11 +260,19 @@ def main():
         else:
             after = before
     except RdmaLinkError as exc:
-        module.fail_json(msg=exc.msg, **exc.details)
-    result.update(changed=bool(ops), operations=ops, link=after, links=links)
+        module.fail_json(msg=exc.msg, changed=bool(done), operations=done, **exc.details)
+    except hostconfig_state.HostConfigError as exc:
+        done.extend(exc.done)
+        msg = exc.msg[len("host_config: "):] if exc.msg.startswith("host_config: ") else exc.msg
+        module.fail_json(msg="boot unit %s: %s" % (unit_name, msg), changed=bool(done), operations=done)
+    result.update(changed=bool(ops or unit_ops), operations=done, link=after, links=links, boot_unit=unit_name)
     if module._diff:
-        result["diff"] = {"before": {"link": before}, "after": {"link": after}}
+        result["diff"] = {"before": dict(unit_before, link=before), "after": dict(unit_after, link=after)}
     module.exit_json(**result)
+
+
+def _run(module):
+    return lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C"})
 
 
 if __name__ == "__main__":

@@ -9,7 +9,10 @@ The shape follows the collection's convention:
 * :func:`read_devices` tells hardware RDMA devices from software ones by sysfs
   (a hardware device has a ``device`` link to its bus device, rxe/siw have none);
 * :func:`plan_link` is pure: current links + desired link -> ordered operations;
-* :class:`RdmaLinkRunner` runs ``rdma`` with argv lists and ``LC_ALL=C``.
+* :class:`RdmaLinkRunner` runs ``rdma`` with argv lists and ``LC_ALL=C``;
+* :func:`boot_unit_text` and :func:`boot_unit_params` describe the systemd unit that
+  re-creates the link at boot, as parameters of the hostconfig domain (which plans,
+  writes and enables it).
 
 Runs on managed nodes: Python 3.9+, standard library only.
 """
@@ -21,11 +24,17 @@ import os
 import re
 
 LINK_TYPES = ("rxe", "siw")
+KERNEL_MODULES = {"rxe": "rdma_rxe", "siw": "siw"}
+UNIT_DIR = "/etc/systemd/system"
 # Kernel IB device names: at most IB_DEVICE_NAME_MAX - 1 = 63 bytes; keep to a
 # conservative character set so the name is also safe in a systemd unit name.
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,63}$")
 # Linux interface names: IFNAMSIZ - 1 = 15 bytes, no '/', no whitespace.
 _NETDEV_RE = re.compile(r"^[^/\s:]{1,15}$")
+# The boot unit puts the netdev into a shell command line, where systemd also expands
+# '%' and '$': only plain characters there.
+_UNIT_NETDEV_RE = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
+_UNIT_NAME_RE = re.compile(r"^[A-Za-z0-9:_.@-]+\.service$")
 
 
 class RdmaLinkError(Exception):
@@ -37,7 +46,11 @@ class RdmaLinkError(Exception):
         self.details = details
 
 
-def validate(name, netdev, link_type, state):
+def default_unit_name(name):
+    return "aiinfra-soft-roce-%s.service" % name
+
+
+def validate(name, netdev, link_type, state, persistent=False, unit_name=None):
     """Check the parameters before anything runs; raise RdmaLinkError naming the bad one."""
     if not name or not _NAME_RE.match(name):
         raise RdmaLinkError(
@@ -49,6 +62,15 @@ def validate(name, netdev, link_type, state):
             raise RdmaLinkError("netdev is required when state=present (the network interface to put %s on)" % name)
         if not _NETDEV_RE.match(netdev):
             raise RdmaLinkError("netdev=%r is not a valid network interface name" % (netdev,))
+    if not persistent:
+        return
+    if unit_name is not None and not _UNIT_NAME_RE.match(unit_name):
+        raise RdmaLinkError("unit_name=%r is not a systemd service name such as %s"
+                            % (unit_name, default_unit_name(name)))
+    if state == "present" and not _UNIT_NETDEV_RE.match(netdev):
+        raise RdmaLinkError(
+            "netdev=%r cannot go into the boot unit's command line; with persistent=true the interface name may "
+            "hold only letters, digits, '_', '.' and '-' (or set persistent=false)" % (netdev,))
 
 
 def parse_links(text):
@@ -147,6 +169,53 @@ def op_argv(rdma_bin, op):
     if op["op"] == "delete":
         return [rdma_bin, "link", "delete", op["name"]]
     raise ValueError("unknown operation %r" % (op,))
+
+
+def op_text(op):
+    """The operation as one line for the result, as the ``rdma`` command it runs."""
+    return " ".join(op_argv("rdma", op))
+
+
+def boot_unit_text(name, netdev, link_type):
+    """The oneshot unit that loads the kernel module and re-creates the link at boot.
+
+    The text the soft_roce role's template rendered, so hosts it set up keep their unit
+    (only the first comment line differs) and boot the same way.
+    """
+    return "\n".join((
+        "# Managed by the aiinfra.fabric rdma_link module; local changes are overwritten.",
+        "# aiinfra.fabric soft_roce role: re-create the %s RDMA link %s" % (link_type, name),
+        "# on %s at boot (rdma links do not survive a reboot)." % netdev,
+        "[Unit]",
+        "Description=aiinfra.fabric soft-RoCE link %s on %s" % (name, netdev),
+        "After=network.target",
+        "Before=aiinfra-nvmet.service nvmet.service nvmf-autoconnect.service",
+        "",
+        "[Service]",
+        "Type=oneshot",
+        "RemainAfterExit=yes",
+        "ExecStart=/sbin/modprobe %s" % KERNEL_MODULES[link_type],
+        "ExecStart=/bin/sh -c 'rdma link show %s/1 >/dev/null 2>&1 || rdma link add %s type %s netdev %s'"
+        % (name, name, link_type, netdev),
+        "",
+        "[Install]",
+        "WantedBy=multi-user.target",
+        "",
+    ))
+
+
+def boot_unit_params(unit_name, state, name=None, netdev=None, link_type="rxe"):
+    """The boot unit as hostconfig parameters (``hostconfig.state.validate`` takes them).
+
+    present: the unit file (root:root 0644) and the unit enabled, not started (the link
+    exists already); absent: the unit stopped and disabled, then its file removed.
+    """
+    path = "%s/%s" % (UNIT_DIR, unit_name)
+    if state == "present":
+        return {"files": [{"path": path, "content": boot_unit_text(name, netdev, link_type),
+                           "owner": "root", "group": "root", "mode": "0644"}],
+                "units": [{"name": unit_name, "enabled": True}]}
+    return {"units": [{"name": unit_name, "enabled": False, "started": False}], "absent": [path]}
 
 
 class RdmaLinkRunner(object):

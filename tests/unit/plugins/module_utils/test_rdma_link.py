@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Unit tests for the rdma_link module_utils (parsing, sysfs device kinds, planning, argv)."""
+"""Unit tests for the rdma_link module_utils (parsing, sysfs device kinds, planning, argv, boot unit)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,15 @@ import os
 
 import pytest
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig import state as hostconfig_state
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.rdma_link import (
     RdmaLinkError,
     RdmaLinkRunner,
+    boot_unit_params,
+    boot_unit_text,
+    default_unit_name,
     op_argv,
+    op_text,
     parse_links,
     plan_link,
     read_devices,
@@ -144,3 +149,60 @@ def test_runner_failure_carries_command_output():
         runner.apply([{"op": "add", "name": "rxe1", "type": "rxe", "netdev": "eth1"}])
     assert "File exists" in err.value.msg
     assert err.value.details["rc"] == 1
+
+
+def test_op_text_is_the_rdma_command():
+    assert op_text({"op": "add", "name": "rxe0", "type": "siw", "netdev": "eth1"}) == \
+        "rdma link add rxe0 type siw netdev eth1"
+    assert op_text({"op": "delete", "name": "rxe0"}) == "rdma link delete rxe0"
+
+
+@pytest.mark.parametrize("link_type", ["rxe", "siw"])
+def test_boot_unit_text_is_the_roles_template_rendering(link_type):
+    # The fixture is what the soft_roce role's template rendered (see tests/fixtures/rdma/README.md).
+    assert boot_unit_text("rxe0", "eth1", link_type) == fixture("boot_unit_rxe0_eth1_%s.service" % link_type)
+
+
+def test_boot_unit_text_loads_the_types_kernel_module():
+    assert "ExecStart=/sbin/modprobe rdma_rxe\n" in boot_unit_text("rxe1", "ens3", "rxe")
+    assert "ExecStart=/sbin/modprobe siw\n" in boot_unit_text("siw0", "ens3", "siw")
+    assert "rdma link show siw0/1 >/dev/null 2>&1 || rdma link add siw0 type siw netdev ens3'" in \
+        boot_unit_text("siw0", "ens3", "siw")
+
+
+def test_default_unit_name():
+    assert default_unit_name("rxe0") == "aiinfra-soft-roce-rxe0.service"
+
+
+def test_boot_unit_params_present_installs_and_enables_without_starting():
+    params = boot_unit_params("x.service", "present", "rxe0", "eth1", "siw")
+    desired = hostconfig_state.validate(params)
+    assert desired["files"] == [dict(path="/etc/systemd/system/x.service", mode=0o644, owner="root", group="root",
+                                     content=boot_unit_text("rxe0", "eth1", "siw"), secret=False)]
+    assert desired["units"] == [dict(name="x.service", enabled=True, started=None)]
+    assert desired["absent"] == []
+
+
+def test_boot_unit_params_absent_stops_disables_and_removes():
+    desired = hostconfig_state.validate(boot_unit_params("x.service", "absent"))
+    assert desired["units"] == [dict(name="x.service", enabled=False, started=False)]
+    assert desired["absent"] == ["/etc/systemd/system/x.service"]
+    assert desired["files"] == []
+
+
+@pytest.mark.parametrize("netdev,unit_name,state,match", [
+    ("eth1", "rdma.conf", "present", "unit_name='rdma.conf'"),
+    ("eth1", "../x.service", "present", "unit_name='../x.service'"),
+    ("eth1", "my unit.service", "absent", "unit_name='my unit.service'"),
+    ("eth'1", None, "present", "netdev=\"eth'1\" cannot go into the boot unit"),
+    ("eth%n", None, "present", "netdev='eth%n' cannot go into the boot unit"),
+])
+def test_validate_persistent_names_the_bad_parameter(netdev, unit_name, state, match):
+    with pytest.raises(RdmaLinkError) as err:
+        validate("rxe0", netdev, "rxe", state, persistent=True, unit_name=unit_name)
+    assert match in err.value.msg
+
+
+def test_validate_checks_unit_arguments_only_when_persistent():
+    validate("rxe0", "eth'1", "rxe", "present", persistent=False, unit_name="rdma.conf")
+    validate("rxe0", "eth1.100", "rxe", "present", persistent=True, unit_name="rdma-rxe0@x.service")
