@@ -4,6 +4,9 @@ module's main() with its arguments and hands back the result it would have print
 
 from __future__ import annotations
 
+import os
+import stat
+
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
@@ -36,3 +39,19 @@ def run_main(monkeypatch, module, args):
 def fake_bin_path(monkeypatch, module, bindir="/usr/bin/"):
     """Make the module find every tool at bindir + name without looking at the PATH."""
     monkeypatch.setattr(module.AnsibleModule, "get_bin_path", lambda self, name, required=False: bindir + name)
+
+
+def tree_listing(top):
+    """Every path below top with its mode and, for a regular file, its bytes: compare two
+    listings to prove a run (check mode, a refusal) changed nothing on disk."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(str(top)):
+        for name in dirnames + filenames:
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            content = None
+            if stat.S_ISREG(st.st_mode):
+                with open(path, "rb") as fh:
+                    content = fh.read()
+            out[path] = (stat.S_IMODE(st.st_mode), content)
+    return out

@@ -13,7 +13,7 @@ import stat
 from ansible.module_utils.common.parameters import remove_values
 
 from ansible_collections.aiinfra.fabric.plugins.modules import host_config
-from module_harness import run_main  # tests/unit/plugins/modules/module_harness.py
+from module_harness import run_main, tree_listing  # tests/unit/plugins/modules/module_harness.py
 
 SECRET = "DHHC-1:00:c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0:"
 
@@ -68,20 +68,6 @@ def run(monkeypatch, args, check=False, diff=False):
     return remove_values(result, modules[0].no_log_values), calls, logged
 
 
-def listing(top):
-    out = {}
-    for dirpath, dirnames, filenames in os.walk(str(top)):
-        for name in dirnames + filenames:
-            path = os.path.join(dirpath, name)
-            st = os.lstat(path)
-            content = None
-            if stat.S_ISREG(st.st_mode):
-                with open(path, "rb") as fh:
-                    content = fh.read()
-            out[path] = (stat.S_IMODE(st.st_mode), content)
-    return out
-
-
 def files_args(tmp_path):
     return {
         "directories": [{"path": str(tmp_path / "srv" / "app"), "mode": "0700"}],
@@ -95,9 +81,9 @@ def files_args(tmp_path):
 
 def test_check_mode_changes_nothing_and_reports_the_operations(monkeypatch, tmp_path):
     (tmp_path / "old.conf").write_text("old\n")
-    before = listing(tmp_path)
+    before = tree_listing(tmp_path)
     result, calls, logged = run(monkeypatch, files_args(tmp_path), check=True, diff=True)
-    assert listing(tmp_path) == before
+    assert tree_listing(tmp_path) == before
     assert result["changed"] is True
     assert result["operations"] == [
         "mkdir %s 0755" % (tmp_path / "srv"),

@@ -12,7 +12,7 @@ import stat
 import pytest
 
 from ansible_collections.aiinfra.fabric.plugins.modules import rdma_link
-from module_harness import fake_bin_path, run_main  # tests/unit/plugins/modules/module_harness.py
+from module_harness import fake_bin_path, run_main, tree_listing  # tests/unit/plugins/modules/module_harness.py
 
 RXE0 = '[{"ifindex":0,"ifname":"rxe0","port":1,"state":"ACTIVE","physical_state":"LINK_UP","netdev":"eth1","netdev_index":3}]'
 
@@ -154,16 +154,6 @@ def host_tree(tmp_path):
     return tmp_path
 
 
-def listing(top):
-    out = {}
-    for dirpath, dirnames, filenames in os.walk(str(top)):
-        for name in dirnames + filenames:
-            path = os.path.join(dirpath, name)
-            st = os.lstat(path)
-            out[path] = (stat.S_IMODE(st.st_mode), open(path, "rb").read() if stat.S_ISREG(st.st_mode) else None)
-    return out
-
-
 PERSIST = {"name": "rxe0", "netdev": "eth1", "persistent": True}
 ADD = ["/usr/bin/rdma", "link", "add", "rxe0", "type", "rxe", "netdev", "eth1"]
 
@@ -194,12 +184,12 @@ def test_persistent_adds_the_link_then_writes_and_enables_the_unit(monkeypatch, 
 def test_persistent_second_run_is_unchanged(monkeypatch, tmp_path):
     host = FakeHost(host_tree(tmp_path))
     run_on(monkeypatch, host, PERSIST)
-    before = listing(tmp_path)
+    before = tree_listing(tmp_path)
     host.calls = []
     result = run_on(monkeypatch, host, dict(PERSIST, _ansible_diff=True))
     assert result["changed"] is False and result["operations"] == []
     assert host.changes() == []
-    assert listing(tmp_path) == before
+    assert tree_listing(tmp_path) == before
     assert result["diff"]["before"] == result["diff"]["after"]
     assert result["boot_unit"] == UNIT
 
@@ -221,7 +211,7 @@ def test_persistent_rewrites_the_roles_unit_and_reloads_systemd_once(monkeypatch
 
 def test_persistent_check_mode_changes_nothing(monkeypatch, tmp_path):
     host = FakeHost(host_tree(tmp_path))
-    before = listing(tmp_path)
+    before = tree_listing(tmp_path)
     result = run_on(monkeypatch, host, dict(PERSIST, _ansible_check_mode=True, _ansible_diff=True))
     assert result["changed"] is True
     assert result["operations"] == [
@@ -229,7 +219,7 @@ def test_persistent_check_mode_changes_nothing(monkeypatch, tmp_path):
         "create %s 0644 (%d bytes)" % (UNIT_PATH, len(fixture("boot_unit_rxe0_eth1_rxe.service"))),
         "systemctl enable " + UNIT,
     ]
-    assert listing(tmp_path) == before
+    assert tree_listing(tmp_path) == before
     assert host.changes() == [] and host.links == [] and host.enabled == set()
     assert result["diff"]["before"] == {"link": None, UNIT_PATH: None, "unit " + UNIT: {"enabled": False}}
     assert result["diff"]["after"]["unit " + UNIT] == {"enabled": True}
@@ -288,13 +278,13 @@ def test_hardware_skip_does_nothing_even_when_persistent(monkeypatch, tmp_path, 
     if state == "absent":
         unit_file.write_text(fixture("boot_unit_rxe0_eth1_rxe.service"))
     host = FakeHost(tmp_path, links=[("rxe0", "eth1")] if state == "absent" else [], enabled=[UNIT], active=[UNIT])
-    before = listing(tmp_path)
+    before = tree_listing(tmp_path)
     result = run_on(monkeypatch, host, dict(PERSIST, state=state, when_hardware="skip"),
                     hardware={"mlx5_0": {"hardware": True, "driver": "mlx5_core"}})
     assert result["changed"] is False and result["skipped_for_hardware"] is True
     assert result["operations"] == [] and result["boot_unit"] == ""
     assert [argv for argv, unit in host.calls] == [["/usr/bin/rdma", "-j", "link", "show"]]
-    assert listing(tmp_path) == before
+    assert tree_listing(tmp_path) == before
 
 
 @needs_root
