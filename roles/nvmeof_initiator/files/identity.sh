@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # The host identity the target allows: /etc/nvme/hostnqn and /etc/nvme/hostid, made once
 # when missing, in one remote command. Arguments: run or check, the missing-packages
 # script, then the packages the role installs. Prints "missing PACKAGE" for each of them

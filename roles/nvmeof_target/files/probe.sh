@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # What the role reads before it changes anything, in one remote command (each task is a
 # module start on the host). Arguments: the missing-packages script, the record path,
 # "firewall" or "-", the number of backing files, the backing files, then the packages to
