@@ -183,6 +183,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig.state im
     HostConfigError,
     op_text,
     plan,
+    unit_file_of,
     validate,
 )
 
@@ -226,19 +227,21 @@ def main():
     module.no_log_values.difference_update(set(f["content"] for f in p["files"] if not f["secret"]) - secrets)
     try:
         desired = validate(p)
+        # systemctl is asked about units, and about a unit file the plan writes or removes (daemon-reload).
         need_systemctl = bool(desired["units"]) or any(
-            f["path"].startswith(("/etc/systemd/", "/usr/lib/systemd/", "/lib/systemd/", "/run/systemd/"))
-            for f in desired["files"]) or any(a.startswith("/etc/systemd/") for a in desired["absent"])
+            unit_file_of(path) for path in [f["path"] for f in desired["files"]] + desired["absent"])
         systemctl = module.get_bin_path("systemctl", required=need_systemctl) or "systemctl"
         modprobe = module.get_bin_path("modprobe", required=bool(desired["kernel_modules"]),
                                        opt_dirs=["/usr/sbin", "/sbin"]) or "modprobe"
-        probe = SystemProbe(lambda argv: module.run_command(argv, environ_update=dict(LC_ALL="C")), systemctl)
-        ops, before, after = plan(desired, "/", probe)
+
+        def run(argv):
+            return module.run_command(argv, environ_update=dict(LC_ALL="C"))
+
+        ops, before, after = plan(desired, "/", SystemProbe(run, systemctl))
         loaded_before = dict((name, dict(loaded_before=before["module " + name]["loaded"]))
                              for name in desired["kernel_modules"])
         if ops and not module.check_mode:
-            done = apply(ops, "/", lambda argv: module.run_command(argv, environ_update=dict(LC_ALL="C")),
-                         systemctl, modprobe)
+            done = apply(ops, "/", run, systemctl, modprobe)
         else:
             done = [op_text(op) for op in ops]
     except HostConfigError as exc:

@@ -266,7 +266,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.applier import apply_plan, simulate
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import NvmetError
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.document import DocumentError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.document import DocumentError, validate_document
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.model import ConfigfsTree
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import save_to_file
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.target import (
@@ -292,6 +292,10 @@ HOST_OPTIONS = dict(
         dhgroup=dict(type="str"),
     )),
 )
+
+
+# What save_file reports when the file was (or would be) written or removed: the run changed.
+SAVE_FILE_CHANGED = ("written", "would write", "removed", "would remove")
 
 
 def make_tree(params):
@@ -333,9 +337,9 @@ def main():
         remove_and_exit(module, tree, p)
     try:
         doc = drop_unset(p["document"]) if p["document"] is not None else load_document(p["src"])
-        if p["load_modules"] and not module.check_mode:
-            load_kernel_modules(module, transport_modules(doc), tree.sysfs_root)
         module.no_log_values.update(secrets_of(doc))
+        if p["load_modules"] and not module.check_mode:
+            load_kernel_modules(module, tree, doc, p["check_paths"])
         check_configfs(tree)
         state = tree.read()
         check_document(doc, state, p["purge"], tree.sysfs_root, p["check_paths"])
@@ -346,27 +350,44 @@ def main():
     except NvmetError as exc:
         module.fail_json(msg=exc.msg, changed=False, operations=[])
 
-    texts = [op.text() for op in ops]
-    if ops and not module.check_mode:
-        try:
-            apply_plan(tree, ops)
-        except NvmetError as exc:
-            module.fail_json(msg=exc.msg, changed=bool(exc.applied), operations=exc.applied, planned=texts)
-        after = tree.reread_changed(state, ops)
-    else:
-        after = simulate(state, ops)
+    after = apply_ops(module, tree, state, ops)
     saved = save_target(tree, p["save_file"], state, ops, module)
-    result = dict(changed=bool(ops) or saved in ("written", "would write"), operations=texts,
-                  changed_keys=changed_keys(ops), target=target_view(after), save_file=saved)
+    exit_with(module, state, after, ops, saved, changed_keys(ops))
+
+
+def apply_ops(module, tree, state, ops, saved=None):
+    """Apply the plan unless in check mode; the target after it (re-read where it changed,
+    simulated in check mode). A kernel refusal part way fails with what was applied, and
+    with what happened to the save file when it was written first (``saved``)."""
+    if not ops or module.check_mode:
+        return simulate(state, ops)
+    try:
+        apply_plan(tree, ops)
+    except NvmetError as exc:
+        extra = {} if saved is None else dict(save_file=saved)
+        module.fail_json(msg=exc.msg, changed=bool(exc.applied) or saved in SAVE_FILE_CHANGED,
+                         operations=exc.applied, planned=[op.text() for op in ops], **extra)
+    return tree.reread_changed(state, ops)
+
+
+def exit_with(module, state, after, ops, saved, keys):
+    result = dict(changed=bool(ops) or saved in SAVE_FILE_CHANGED, operations=[op.text() for op in ops],
+                  changed_keys=keys, target=target_view(after), save_file=saved)
     if module._diff:
         result["diff"] = dict(before=target_view(state), after=result["target"])
     module.exit_json(**result)
 
 
-def load_kernel_modules(module, names, sysfs_root):
-    missing = [n for n in names if not os.path.isdir(os.path.join(sysfs_root, "module", n))]
+def load_kernel_modules(module, tree, doc, check_paths):
+    """Load what the document's ports need, once the document itself is known to be sound:
+    a refused document loads nothing. Whether each transport is loaded is checked later."""
+    missing = [n for n in transport_modules(doc) if not os.path.isdir(os.path.join(tree.sysfs_root, "module", n))]
     if not missing:
         return
+    kept = tree.read()["subsystems"] if os.path.isdir(tree.nvmet) else ()
+    errors = validate_document(doc, kept, None, check_paths)
+    if errors:
+        raise DocumentError(errors)
     modprobe = module.get_bin_path("modprobe", required=True, opt_dirs=["/usr/sbin", "/sbin"])
     for name in missing:
         rc, out, err = module.run_command([modprobe, name], environ_update=dict(LC_ALL="C"))
@@ -382,27 +403,17 @@ def remove_and_exit(module, tree, p):
         check_configfs(tree)
         state = tree.read()
         ops = plan_removal(tree, state, want["subsystems"], want["ports"], want["hosts"], p["force"])
-        after = simulate(state, ops)
         saved = ""
         if p["save_file"]:
-            saved = save_to_file(tree, p["save_file"], check=module.check_mode, remove_when_empty=True, state=after)
+            saved = save_to_file(tree, p["save_file"], check=module.check_mode, remove_when_empty=True,
+                                 state=simulate(state, ops))
     except NvmetError as exc:
         module.fail_json(msg=exc.msg, changed=False, operations=[])
     except OSError as exc:
         module.fail_json(msg="saving the target without the removed objects to %s failed, nothing was removed: %s"
                          % (p["save_file"], exc), changed=False, operations=[])
-    texts = [op.text() for op in ops]
-    if ops and not module.check_mode:
-        try:
-            apply_plan(tree, ops)
-        except NvmetError as exc:
-            module.fail_json(msg=exc.msg, changed=True, operations=exc.applied, planned=texts, save_file=saved)
-        after = tree.reread_changed(state, ops)
-    result = dict(changed=bool(ops) or saved in ("written", "would write", "removed", "would remove"),
-                  operations=texts, changed_keys=[], target=target_view(after), save_file=saved)
-    if module._diff:
-        result["diff"] = dict(before=target_view(state), after=result["target"])
-    module.exit_json(**result)
+    after = apply_ops(module, tree, state, ops, saved)
+    exit_with(module, state, after, ops, saved, [])
 
 
 def save_target(tree, path, state, ops, module):

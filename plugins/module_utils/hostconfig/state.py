@@ -157,13 +157,16 @@ def _attr_ops(path, have, mode, owner, group):
     return ops
 
 
-def _missing_parents(root, path, planned):
-    out = []
+def _plan_parents(ops, root, path, planned):
+    """mkdir (0755) each missing parent of path that no earlier operation makes, outermost first."""
+    missing = []
     parent = os.path.dirname(path)
     while parent != "/" and parent not in planned and read_path(root, parent) is None:
-        out.append(parent)
+        missing.append(parent)
         parent = os.path.dirname(parent)
-    return list(reversed(out))
+    for parent in reversed(missing):
+        ops.append(dict(op="mkdir", path=parent, mode=0o755, uid=None, gid=None))
+        planned.add(parent)
 
 
 def _listed_in_modules_load(root, name):
@@ -200,7 +203,8 @@ def plan(desired, root, probe):
     """Ordered operations that take the host below root to the desired state.
 
     probe: object with loaded(module) -> bool, known_unit(name) -> bool (systemd has the unit
-    loaded, so a changed file needs a daemon-reload), enabled(name) -> bool, active(name) -> bool.
+    loaded, so a changed file needs a daemon-reload), enabled(name) -> bool, can_disable(name)
+    -> bool (enabled by a symlink of its own, not static/indirect/generated), active(name) -> bool.
     Returns (ops, before, after): before/after are the diff views of what is managed.
     """
     ops, before, after = [], {}, {}
@@ -221,7 +225,7 @@ def plan(desired, root, probe):
             state_before["enabled"] = is_enabled
             state_after["enabled"] = bool(u["enabled"])
             # A static, indirect or generated unit counts as enabled but has nothing to disable.
-            fixed = not u["enabled"] and is_enabled and not getattr(probe, "can_disable", lambda name: True)(u["name"])
+            fixed = not u["enabled"] and is_enabled and not probe.can_disable(u["name"])
             if bool(u["enabled"]) != is_enabled and not fixed:
                 op = dict(op="enable" if u["enabled"] else "disable", name=u["name"])
                 if u["enabled"]:
@@ -236,9 +240,7 @@ def plan(desired, root, probe):
     for d in sorted(desired["directories"], key=lambda d: d["path"].count("/")):
         have = read_path(root, d["path"])
         before[d["path"]] = _view(have)
-        for parent in _missing_parents(root, d["path"], planned_dirs):
-            ops.append(dict(op="mkdir", path=parent, mode=0o755, uid=None, gid=None))
-            planned_dirs.add(parent)
+        _plan_parents(ops, root, d["path"], planned_dirs)
         if have is None:
             ops.append(dict(op="mkdir", path=d["path"], mode=d["mode"], uid=_uid(d["owner"]), gid=_gid(d["group"])))
         elif have["type"] != "directory":
@@ -253,9 +255,7 @@ def plan(desired, root, probe):
         have = read_path(root, f["path"], want_content=True)
         want = f["content"].encode("utf-8")
         before[f["path"]] = _view(have, secret=f["secret"])
-        for parent in _missing_parents(root, f["path"], planned_dirs):
-            ops.append(dict(op="mkdir", path=parent, mode=0o755, uid=None, gid=None))
-            planned_dirs.add(parent)
+        _plan_parents(ops, root, f["path"], planned_dirs)
         if have is not None and have["type"] != "file":
             raise HostConfigError("host_config: %s exists and is not a regular file (%s); nothing was changed"
                                   % (f["path"], have["type"]))
@@ -302,9 +302,7 @@ def plan(desired, root, probe):
             ops.append(dict(op="modprobe", name=name))
         if desired["persist_modules"] and not _listed_in_modules_load(root, name):
             path = "/%s/%s.conf" % (MODULES_LOAD_DIR, name)
-            for parent in _missing_parents(root, path, planned_dirs):
-                ops.append(dict(op="mkdir", path=parent, mode=0o755, uid=None, gid=None))
-                planned_dirs.add(parent)
+            _plan_parents(ops, root, path, planned_dirs)
             ops.append(dict(op="write", path=path, content=(name + "\n").encode(), mode=0o644, uid=None,
                             gid=None, secret=False, created=read_path(root, path) is None))
     if any(probe.known_unit(u) for u in units_touched):

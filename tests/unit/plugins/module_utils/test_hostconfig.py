@@ -47,6 +47,9 @@ class FakeProbe(object):
         self.asked.append(("enabled", name))
         return name in self._enabled
 
+    def can_disable(self, name):
+        return name in self._enabled
+
     def active(self, name):
         self.asked.append(("active", name))
         return name in self._active

@@ -33,6 +33,9 @@ class FakeProbe(object):
     def enabled(self, name):
         return False
 
+    def can_disable(self, name):
+        return False
+
     def active(self, name):
         return False
 

@@ -276,3 +276,22 @@ def test_load_modules_loads_what_the_ports_need_before_reading_configfs(monkeypa
     result = run(monkeypatch, root, {"document": doc, "load_modules": True})
     assert loaded == [["nvmet_rdma"]], loaded
     assert result["changed"] is True
+
+
+def test_load_modules_loads_nothing_for_a_refused_document(monkeypatch, root):
+    """Bad input changes nothing on the host, kernel modules included: the document is checked
+    before modprobe runs."""
+    loaded = []
+    monkeypatch.setattr(nvmet_target.AnsibleModule, "run_command",
+                        lambda self, argv, **kw: loaded.append(argv[1:]) or (0, "", ""))
+    monkeypatch.setattr(nvmet_target.AnsibleModule, "get_bin_path", lambda self, name, **kw: "/sbin/" + name)
+    doc = document(root, make_key())
+    doc["ports"].append({"portid": 2, "addr": {"trtype": "rdma", "traddr": "10.99.0.1", "trsvcid": "4420"},
+                         "subsystems": ["nqn.2024-04.io.aiinfra.lab:no-such-subsystem"]})
+    doc["subsystems"][0]["namespaces"][0]["nsid"] = 0
+    before = tree_digest(root)
+    refused = run(monkeypatch, root, {"document": doc, "load_modules": True})
+    assert refused.get("failed") and loaded == [], loaded
+    assert "subsystems[0].namespaces[0].nsid" in str(refused["errors"])
+    assert "no-such-subsystem" in str(refused["errors"])
+    assert tree_digest(root) == before
