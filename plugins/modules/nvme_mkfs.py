@@ -39,7 +39,10 @@ options:
     type: bool
     default: false
   opts:
-    description: More arguments for C(mkfs.<fstype>), placed before the device.
+    description:
+      - More arguments for C(mkfs.<fstype>), placed before the device.
+      - For ext2/3/4, btrfs and xfs the module chooses the new file system's UUID and passes it (C(-U), or C(-m uuid=)
+        for xfs) unless these arguments choose one; other file systems are probed with C(blkid -p) after mkfs.
     type: list
     elements: str
     default: []
@@ -98,11 +101,12 @@ operations:
 """
 
 import os
+import uuid as uuidlib
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.signatures import (
-    WIPEFS_COLUMNS, SignatureError, filesystem_uuid, parse_wipefs, plan_filesystem,
+    WIPEFS_COLUMNS, SignatureError, filesystem_uuid, mkfs_uuid_args, parse_wipefs, plan_filesystem,
 )
 
 ENV = {"LC_ALL": "C"}
@@ -155,9 +159,15 @@ def main():
     if operations and not module.check_mode:
         if plan["wipe"]:
             run(module, [wipefs, "--all", dev], "wiping the signatures on %s" % dev)
-        run(module, [mkfs] + module.params["opts"] + [dev], "mkfs.%s %s" % (fstype, dev))
-        # Probe the device itself: udev may not have seen the new file system yet.
-        uuid = run(module, [blkid, "-p", "-s", "UUID", "-o", "value", dev], "reading the new file system's UUID").strip() or None
+        new_uuid = str(uuidlib.uuid4())
+        uuid_args = mkfs_uuid_args(fstype, module.params["opts"], new_uuid)
+        run(module, [mkfs] + module.params["opts"] + (uuid_args or []) + [dev], "mkfs.%s %s" % (fstype, dev))
+        if uuid_args:
+            uuid = new_uuid
+        else:
+            # Probe the device itself: udev may not have seen the new file system yet.
+            uuid = run(module, [blkid, "-p", "-s", "UUID", "-o", "value", dev],
+                       "reading the new file system's UUID").strip() or None
 
     result = dict(changed=bool(operations), signatures=signatures, uuid=uuid, operations=operations)
     if module._diff:

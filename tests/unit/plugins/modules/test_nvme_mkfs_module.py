@@ -83,3 +83,14 @@ def test_force_wipes_the_gpt_and_formats(monkeypatch, tmp_path):
     assert result["changed"] is True
     assert result["operations"] == ["wipefs --all %s" % path, "mkfs.ext4 %s" % path]
     assert blkid(path, "TYPE") == "ext4" and blkid(path, "PTTYPE") == ""
+
+
+def test_the_uuid_is_chosen_by_the_module_unless_the_options_choose_one():
+    from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.signatures import mkfs_uuid_args
+    u = "6017cea8-3829-4b66-9839-d2a7a988ea0b"
+    assert mkfs_uuid_args("ext4", [], u) == ["-U", u]
+    assert mkfs_uuid_args("xfs", ["-f"], u) == ["-m", "uuid=" + u]
+    assert mkfs_uuid_args("btrfs", [], u) == ["-U", u]
+    assert mkfs_uuid_args("ext4", ["-U", "time"], u) is None
+    assert mkfs_uuid_args("xfs", ["-m", "uuid=" + u], u) is None
+    assert mkfs_uuid_args("vfat", [], u) is None
