@@ -169,6 +169,11 @@ if [ "$PROFILE" = 1 ]; then
   step "profile: ansible-playbook start, connection, the task alone"
   t0=$(now); "${PB[@]}" benchmarks/nvmet_bench_empty.yml >"$LOG/p_start.log" 2>&1; p_start=$(since "$t0")
   t0=$(now); "${PB[@]}" benchmarks/nvmet_bench_empty.yml -e nvmet_bench_hosts=te1 >"$LOG/p_ping.log" 2>&1; p_ping=$(since "$t0")
+  # The task's fixed cost: the same task with a document that asks for nothing (the
+  # module still starts, reads configfs and plans); what a layout adds is its time minus this.
+  echo '{"hosts": [], "subsystems": [], "ports": []}' >"$LOG/empty.json"
+  ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks "${PB[@]}" benchmarks/nvmet_target_profile.yml \
+    -e "nvmet_bench_document=$LOG/empty.json" >"$LOG/p_task_empty.log" 2>&1
   for layout in 16x16 32x16; do
     for run in converge noop; do
       ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks "${PB[@]}" benchmarks/nvmet_target_profile.yml \
@@ -186,6 +191,10 @@ if [ "$PROFILE" = 1 ]; then
     printf '%-52s %8s %8s\n' "nvmet_target task alone, $layout converge / no-op" \
       "$(task "$LOG/p_task_${layout}_converge.log")" "$(task "$LOG/p_task_${layout}_noop.log")"
   done
+  t_empty=$(task "$LOG/p_task_empty.log")
+  printf '%-52s %8s\n' "nvmet_target task alone, empty document" "$t_empty"
+  marginal() { echo "scale=2; ($(task "$LOG/p_task_32x16_$1.log") - $t_empty) / ($(task "$LOG/p_task_16x16_$1.log") - $t_empty)" | bc; }
+  printf '%-52s %8s %8s\n' "32x16 / 16x16, task alone minus the empty document" "$(marginal converge)" "$(marginal noop)"
   for f in profile_converge profile_noop; do printf '\nin-process pass on te1, %s\n' "${f#profile_}"; cat "$LOG/$f.txt"; done
   printf '\ncProfile listings: %s/profile_*_cprofile.txt\n' "$LOG"
 fi
