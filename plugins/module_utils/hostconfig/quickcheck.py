@@ -25,6 +25,12 @@ ENABLED = ("enabled", "enabled-runtime", "static", "alias", "indirect", "generat
 DISABLEABLE = ("enabled", "enabled-runtime", "alias")
 
 
+def split_line(text):
+    """"KIND REST" -> (KIND, REST), for a probe's output lines."""
+    head, tail = text.partition(" ")[::2]
+    return head, tail
+
+
 def _desired(params):
     try:
         return validate(params)
@@ -52,7 +58,7 @@ def parse(lines):
     units: {name: (enablement, activity)}, read: {path: text|None}}."""
     out = dict(paths={}, modules={}, listed=set(), units={}, read={})
     for line in lines:
-        kind, _, rest = line.rstrip("\r").partition(" ")
+        kind, rest = split_line(line.rstrip("\r"))
         if kind == "p":
             fields = rest.split(" ", 5)
             if rest.startswith("- "):
@@ -61,7 +67,7 @@ def parse(lines):
                 mode, owner, group, ftype, digest, path = fields
                 out["paths"][path] = dict(mode=int(mode, 8), owner=owner, group=group, type=ftype, sha256=digest)
         elif kind == "m":
-            state, _, name = rest.partition(" ")
+            state, name = split_line(rest)
             out["modules"][name] = state == "loaded"
         elif kind == "l":
             out["listed"].add(rest.strip())
@@ -70,7 +76,7 @@ def parse(lines):
             if len(fields) == 3:
                 out["units"][fields[2]] = (fields[0], fields[1])
         elif kind == "r":
-            data, _, path = rest.partition(" ")
+            data, path = split_line(rest)
             out["read"][path] = None if data == "-" else base64.b64decode(data).decode("utf-8", "replace")
     return out
 

@@ -49,11 +49,11 @@ def check(params, lines):
         return dict(pending=["arguments refused: %s" % exc.msg], result=None)
     rdma_json, devices = None, {}
     for line in lines:
-        kind, _, rest = line.rstrip("\r").partition(" ")
+        kind, rest = quickcheck.split_line(line.rstrip("\r"))
         if kind == "rdmajson":
             rdma_json = rest
         elif kind == "ibdev":
-            how, _, dev = rest.partition(" ")
+            how, dev = quickcheck.split_line(rest)
             devices[dev] = how == "hw"
     if rdma_json is None:
         return dict(pending=["rdma link show was not probed"], result=None)
