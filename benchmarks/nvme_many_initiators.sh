@@ -7,6 +7,13 @@
 # the hosts aiinfra.fabric.nvmet_info lists. Needs the lab (lab/labctl up first); what it
 # creates is removed at the end. ANSIBLE_CONFIG defaults to lab/ansible.cfg (Mitogen).
 #
+# Then the same through the roles ("role:" rows, benchmarks/nvme_many_initiators_role.yml):
+# the nvmeof_target role exports another subsystem from te1 allowing the N identities, and
+# the nvmeof_initiator role on te2 connects it over N paths, each with its own hostnqn and
+# hostid; converge, no-op re-run (changed=0 on both hosts), teardown (initiator, then
+# target, from their records), then what is left on te2 and in te1's configfs. The
+# initiator's teardown works from every record on te2, so te2 must have none beforehand.
+#
 #   benchmarks/nvme_many_initiators.sh [N]
 #
 # nvme-cli 2.3 (Debian 12) refuses every identity after the first as "already connected"
@@ -21,6 +28,8 @@ export ANSIBLE_CONFIG=${ANSIBLE_CONFIG:-$PWD/lab/ansible.cfg}
 export ANSIBLE_TIMEOUT=${ANSIBLE_TIMEOUT:-60}
 LOG=${BENCH_LOG:-$(mktemp -d /tmp/nvme-many.XXXXXX)}
 NQN=nqn.2024-04.io.aiinfra.bench:many
+ROLE_NQN=nqn.2024-04.io.aiinfra.bench:many-role
+ROLE_PORT=10
 
 now() { date +%s.%N; }
 since() { echo "$(now) - $1" | bc; }
@@ -32,11 +41,26 @@ play() {  # play STEP LOGNAME [ansible-playbook args]
     benchmarks/nvme_many_initiators.yml -e "bench_step=$s" -e "@$LOG/hosts.json" "$@" >"$LOG/$name.log" 2>&1 \
     || { step "playbook $name failed, see $LOG/$name.log"; tail -40 "$LOG/$name.log" >&2; exit 1; }
 }
+# rplay STEP LOGNAME: the same for the roles' playbook: every task in the profile summary,
+# results as JSON (one line each; the yaml format folds a long msg after 80 columns).
+rplay() {
+  local s=$1 name=$2; shift 2
+  ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks PROFILE_TASKS_TASK_OUTPUT_LIMIT=200 \
+    ANSIBLE_CALLBACK_RESULT_FORMAT=json .venv/bin/ansible-playbook \
+    -i inventory/lab benchmarks/nvme_many_initiators_role.yml -e "bench_step=$s" -e "@$LOG/hosts.json" "$@" \
+    >"$LOG/$name.log" 2>&1 || { step "playbook $name failed, see $LOG/$name.log"; tail -40 "$LOG/$name.log" >&2; exit 1; }
+}
 recap() { grep -E "^$1 +:" "$2" | sed -E "s/.*$3=([0-9]+).*/\1/"; }
 items() { grep -cE "^$1: \[te2\] => \(item=" "$2" || true; }  # loop items reported changed / ok
 task_s() { grep -E "^$1 -+ " "$2" | tail -1 | grep -oE '[0-9.]+s$' | tr -d s; }
-te2_controllers() {  # "controllers live distinct-hostnqns" of te2 for the bench subsystem
-  vm te2 "n=0; live=0; for c in /sys/class/nvme/nvme*; do [ \"\$(cat \$c/subsysnqn 2>/dev/null)\" = $NQN ] || continue; \
+role_task_s() { grep -E "(^|: )$1 -+ " "$2" | tail -1 | grep -oE '[0-9.]+s$' | tr -d s; }  # a role's task
+# task_items STATUS TASK LOG: loop items of that task (a role's too) reported STATUS on te2
+task_items() {
+  awk -v t=": $2]" -v s="$1: [te2] => (item=" 'index($0, "TASK [") == 1 { on = index($0, t) > 0 || index($0, "[" substr(t, 3)) > 0 }
+    on && index($0, s) == 1 { n++ } END { print n + 0 }' "$3"
+}
+te2_controllers() {  # "controllers live distinct-hostnqns" of te2 for the bench subsystem (or the NQN given)
+  vm te2 "n=0; live=0; for c in /sys/class/nvme/nvme*; do [ \"\$(cat \$c/subsysnqn 2>/dev/null)\" = ${1:-$NQN} ] || continue; \
     n=\$((n+1)); [ \"\$(cat \$c/state)\" = live ] && live=\$((live+1)); cat \$c/hostnqn >>/tmp/nvme-many-hostnqns; done; \
     echo \$n \$live \$(sort -u /tmp/nvme-many-hostnqns 2>/dev/null | wc -l); rm -f /tmp/nvme-many-hostnqns"
 }
@@ -52,6 +76,12 @@ step "setup (not timed): nvmet + nvmet_tcp on te1, a 16 MiB sparse file, nvme_tc
 vm te1 "modprobe nvmet && modprobe nvmet_tcp && truncate -s 16M /root/nvme-many.img"
 vm te2 "modprobe nvme_tcp"
 [ "$(te2_controllers | cut -d' ' -f1)" = 0 ] || { step "te2 already has controllers to $NQN; disconnect them first"; exit 1; }
+[ "$(te2_controllers "$ROLE_NQN" | cut -d' ' -f1)" = 0 ] || { step "te2 already has controllers to $ROLE_NQN; disconnect them first"; exit 1; }
+te2_records() { vm te2 "ls /var/lib/aiinfra-fabric/nvmeof_initiator-*.json 2>/dev/null | wc -l"; }
+[ "$(te2_records)" = 0 ] || { step "te2 has nvmeof_initiator records (/var/lib/aiinfra-fabric): the role part's teardown would \
+tear those down too; run the initiator role with nvmeof_initiator_state=absent on te2 first"; exit 1; }
+vm te1 "! test -e /sys/kernel/config/nvmet/subsystems/$ROLE_NQN" \
+  || { step "te1 already exports $ROLE_NQN; remove it first (nvmeof_target_state=absent)"; exit 1; }
 
 step "target: one subsystem allowing $N hosts (nvmet_target)"
 t0=$(now); play target target; t_target=$(since "$t0")
@@ -72,6 +102,25 @@ read -r d_total _ _ <<<"$(te2_controllers)"
 step "clear the target (not timed)"
 play clear clear
 vm te1 "rm -f /root/nvme-many.img"
+
+step "role: converge, nvmeof_target on te1 then nvmeof_initiator on te2 ($N paths, one identity each)"
+t0=$(now); rplay converge role-converge; t_rconv=$(since "$t0")
+read -r rc_total rc_live rc_hosts <<<"$(te2_controllers "$ROLE_NQN")"
+rtcp_est=$(vm te1 "ss -Htn state established '( sport = :4440 )' | wc -l")
+rplay info role-info
+rinfo_line=$(grep -oE 'nvmet_info: [^"]*' "$LOG/role-info.log" | head -1)
+rheads_line=$(grep -oE 'role: head devices [^"]*' "$LOG/role-converge.log" | head -1)
+step "role: re-run (must change nothing on either host)"
+t0=$(now); rplay converge role-rerun; t_rrerun=$(since "$t0")
+step "role: teardown, nvmeof_initiator on te2 then nvmeof_target on te1 (state absent)"
+t0=$(now); rplay teardown role-teardown; t_rdown=$(since "$t0")
+read -r rd_total _ _ <<<"$(te2_controllers "$ROLE_NQN")"
+rd_records=$(te2_records)
+rd_te1=$(vm te1 "t=/sys/kernel/config/nvmet; s=absent; p=absent; f=absent; h=0; \
+  [ -e \$t/subsystems/$ROLE_NQN ] && s=present; [ -e \$t/ports/$ROLE_PORT ] && p=present; \
+  [ -e /root/nvme-many-role.img ] && f=present; \
+  for n in $(python3 -c 'import json, sys; print(" ".join(h["hostnqn"] for h in json.load(open(sys.argv[1]))["bench_hosts"]))' "$LOG/hosts.json"); \
+  do [ -e \$t/hosts/\$n ] && h=\$((h+1)); done; echo subsystem \$s, port $ROLE_PORT \$p, bench host entries \$h, backing file \$f")
 
 conn_task=$(task_s "Connect as each host identity" "$LOG/connect.log")
 rerun_task=$(task_s "Connect as each host identity" "$LOG/rerun.log")
@@ -94,3 +143,26 @@ printf 'te2 controllers to %s: %s (live %s, distinct host NQNs %s); after discon
 printf 'te1 established TCP connections on port 4439: %s (admin + I/O queues)\n' "$tcp_est"
 printf '%s\n' "$info_line"
 printf '%s (te2: %s)\n' "$paths_line" "$nvme_version"
+
+CONNECT_TASK="Connect every path of every subsystem"
+DISCONNECT_TASK="Disconnect from the target subsystem"
+rconv_task=$(role_task_s "$CONNECT_TASK" "$LOG/role-converge.log")
+rrerun_task=$(role_task_s "$CONNECT_TASK" "$LOG/role-rerun.log")
+rdown_task=$(role_task_s "$DISCONNECT_TASK" "$LOG/role-teardown.log")
+rchanged() { printf 'changed=te1 %s te2 %s' "$(recap te1 "$1" changed)" "$(recap te2 "$1" changed)"; }
+ritems() { printf '%s changed, %s ok' "$(task_items changed "$1" "$2")" "$(task_items ok "$1" "$2")"; }
+printf '\nrole: the same %d identities as %d paths of one subsystem, nvmeof_target on te1, nvmeof_initiator on te2\n' "$N" "$N"
+printf '%-56s %10.2f   %s (loop items: %s)\n' "role: converge $N paths: playbook" "$t_rconv" \
+  "$(rchanged "$LOG/role-converge.log")" "$(ritems "$CONNECT_TASK" "$LOG/role-converge.log")"
+printf '%-56s %10s   per connection %s s\n' "role:   connect task" "$rconv_task" "$(per "$rconv_task")"
+printf '%-56s %10.2f   %s (loop items: %s)\n' "role: re-run: playbook" "$t_rrerun" \
+  "$(rchanged "$LOG/role-rerun.log")" "$(ritems "$CONNECT_TASK" "$LOG/role-rerun.log")"
+printf '%-56s %10s   per connection %s s\n' "role:   connect task" "$rrerun_task" "$(per "$rrerun_task")"
+printf '%-56s %10.2f   %s (loop items: %s)\n' "role: teardown, initiator then target: playbook" "$t_rdown" \
+  "$(rchanged "$LOG/role-teardown.log")" "$(ritems "$DISCONNECT_TASK" "$LOG/role-teardown.log")"
+printf '%-56s %10s   per connection %s s\n' "role:   disconnect task" "$rdown_task" "$(per "$rdown_task")"
+printf 'role: te2 controllers to %s: %s (live %s, distinct host NQNs %s); after teardown: %s, records left %s\n' \
+  "$ROLE_NQN" "$rc_total" "$rc_live" "$rc_hosts" "$rd_total" "$rd_records"
+printf 'role: te1 established TCP connections on port 4440: %s; after teardown: %s\n' "$rtcp_est" "$rd_te1"
+printf 'role: %s\n' "$rinfo_line"
+printf '%s\n' "$rheads_line"

@@ -209,6 +209,20 @@ def test_plan_disconnect_exactly_the_matches_and_refuses_when_mounted():
         ("disconnect", "nvme1"), ("disconnect", "nvme4")]
 
 
+def test_plan_disconnect_as_one_identity_leaves_the_others():
+    # The nvmeof_initiator teardown disconnects a connection recorded with a hostnqn as
+    # that identity: the controllers of the other identities at the same address stay.
+    others = ["nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-00000000000%d" % i for i in (1, 2)]
+    ctrls = [ctrl("nvme0"), ctrl("nvme1", hostnqn=others[0]), ctrl("nvme2", hostnqn=others[1])]
+    desired = desired_from_params(params(hostnqn=others[1]))
+    assert plan_connection(matching_controllers(ctrls, desired), {}, desired, "disconnected", False, False, []) == (
+        [("disconnect", "nvme2")], None)
+    # Without a hostnqn (records of paths that connect as this host) every identity's goes, as before.
+    everyone = desired_from_params(params())
+    assert plan_connection(matching_controllers(ctrls, everyone), {}, everyone, "disconnected", False, False, [])[0] == [
+        ("disconnect", "nvme0"), ("disconnect", "nvme1"), ("disconnect", "nvme2")]
+
+
 # -- /etc/nvme/config.json -----------------------------------------------------------
 
 def test_config_add_update_remove_roundtrip():
