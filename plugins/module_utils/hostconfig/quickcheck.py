@@ -105,31 +105,26 @@ def pending(params, lines):
             return False, None
         return True, seen["paths"][path]
 
-    for d in desired["directories"]:
-        probed, st = have(d["path"])
+    def compare(entry, kind, sha256=None):
+        probed, st = have(entry["path"])
         if not probed:
-            continue
-        if st is None or st["type"] != "directory":
-            reasons.append("%s: no directory" % d["path"])
+            return
+        if st is None or st["type"] != kind:
+            reasons.append("%s: no %s" % (entry["path"], kind))
+        elif sha256 is not None and st["sha256"] != sha256:
+            reasons.append("%s: content differs" % entry["path"])
         else:
-            diff = _attrs_differ(st, d["mode"], d["owner"], d["group"])
+            diff = _attrs_differ(st, entry["mode"], entry["owner"], entry["group"])
             if diff:
-                reasons.append("%s: %s" % (d["path"], diff))
+                reasons.append("%s: %s" % (entry["path"], diff))
+
+    for d in desired["directories"]:
+        compare(d, "directory")
     for f in desired["files"]:
         if f["secret"]:
             reasons.append("%s: secret content is not compared here" % f["path"])
-            continue
-        probed, st = have(f["path"])
-        if not probed:
-            continue
-        if st is None or st["type"] != "file":
-            reasons.append("%s: no file" % f["path"])
-        elif st["sha256"] != hashlib.sha256(f["content"].encode("utf-8")).hexdigest():
-            reasons.append("%s: content differs" % f["path"])
         else:
-            diff = _attrs_differ(st, f["mode"], f["owner"], f["group"])
-            if diff:
-                reasons.append("%s: %s" % (f["path"], diff))
+            compare(f, "file", hashlib.sha256(f["content"].encode("utf-8")).hexdigest())
     for path in desired["absent"]:
         probed, st = have(path)
         if probed and st is not None:

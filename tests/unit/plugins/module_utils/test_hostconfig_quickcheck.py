@@ -3,7 +3,8 @@
 host_state.sh, run for real against a temporary tree) judged by pending(), checked against
 what host_config's own plan() would do on the same tree. Kernel modules and units come
 from the probe's lines as the test writes them (this machine has no nvme modules or
-systemd), and plan() gets a FAKE probe that says the same."""
+systemd), and plan() gets the FAKE probe of test_hostconfig.py (no module
+loaded, no unit known: the agreement tests use neither)."""
 
 from __future__ import annotations
 
@@ -16,29 +17,11 @@ import pytest
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig import quickcheck
 from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig.state import plan, validate
+from test_hostconfig import FakeProbe  # the FAKE SystemProbe of the host_config module_utils tests, beside this file
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "fabric_preflight", "files",
                       "host_state.sh")
 ME = pwd.getpwuid(os.getuid()).pw_name
-
-
-class FakeProbe(object):
-    """FAKE SystemProbe for plan(): every module loaded, no unit known."""
-
-    def loaded(self, name):
-        return True
-
-    def known_unit(self, name):
-        return False
-
-    def enabled(self, name):
-        return False
-
-    def can_disable(self, name):
-        return False
-
-    def active(self, name):
-        return False
 
 
 def probe(params):
