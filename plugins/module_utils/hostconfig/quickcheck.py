@@ -38,6 +38,11 @@ def _desired(params):
         return None
 
 
+def sysfs_module(name):
+    """A kernel module's name as /sys/module lists it (nvmet-rdma -> nvmet_rdma)."""
+    return name.replace("-", "_")
+
+
 def probe_args(params):
     """The host_state.sh arguments that tell whether host_config(params) has work to do."""
     desired = _desired(params)
@@ -46,26 +51,40 @@ def probe_args(params):
     args = ["d:" + d["path"] for d in desired["directories"]]
     args += ["f:" + f["path"] for f in desired["files"] if not f["secret"]]
     args += ["a:" + p for p in desired["absent"]]
-    args += ["m:" + n for n in desired["kernel_modules"]]
+    args += ["m:" + sysfs_module(n) for n in desired["kernel_modules"]]
     args += ["u:" + u["name"] for u in desired["units"]]
     args += ["r:" + p for p in desired["read"]]
     return args
 
 
+# find's %y letters -> the types pending() compares.
+_TYPES = {"f": "file", "d": "directory"}
+
+
 def parse(lines):
     """host_state.sh output -> {paths: {path: {type, mode, owner, group, sha256}|None},
-    modules: {name: loaded}, listed: set of module names in /etc/modules-load.d,
-    units: {name: (enablement, activity)}, read: {path: text|None}}."""
+    modules: {sysfs name: loaded}, listed: set of module names in /etc/modules-load.d,
+    units: {name: (enablement, activity)}, read: {path: text|None}}. A path with neither
+    an "s" nor a "p -" line is left out (not probed); a file without an "h" line has
+    sha256 None (its content is then taken to differ)."""
     out = dict(paths={}, modules={}, listed=set(), units={}, read={})
+    sums = {}
     for line in lines:
         kind, rest = split_line(line.rstrip("\r"))
-        if kind == "p":
-            fields = rest.split(" ", 5)
-            if rest.startswith("- "):
-                out["paths"][rest[2:]] = None
-            elif len(fields) == 6:
-                mode, owner, group, ftype, digest, path = fields
-                out["paths"][path] = dict(mode=int(mode, 8), owner=owner, group=group, type=ftype, sha256=digest)
+        if kind == "p" and rest.startswith("- "):
+            out["paths"][rest[2:]] = None
+        elif kind == "s":
+            fields = rest.split(" ", 4)
+            if len(fields) == 5 and fields[0].isdigit():
+                mode, owner, group, ftype, path = fields
+                out["paths"][path] = dict(mode=int(mode, 8), owner=owner, group=group,
+                                          type=_TYPES.get(ftype, "other"), sha256=None)
+        elif kind == "h":
+            # sha256sum's "HEX  PATH" (text mode) or "HEX *PATH"; a name it had to escape
+            # starts the line with a backslash and is not matched (content differs).
+            digest, _, path = rest.partition(" ")
+            if len(digest) == 64 and path[:1] in (" ", "*"):
+                sums[path[1:]] = digest
         elif kind == "m":
             state, name = split_line(rest)
             out["modules"][name] = state == "loaded"
@@ -78,6 +97,9 @@ def parse(lines):
         elif kind == "r":
             data, path = split_line(rest)
             out["read"][path] = None if data == "-" else base64.b64decode(data).decode("utf-8", "replace")
+    for path, st in out["paths"].items():
+        if st is not None and st["type"] == "file":
+            st["sha256"] = sums.get(path)
     return out
 
 
@@ -132,7 +154,7 @@ def pending(params, lines):
     if desired.get("remove_empty_dirs"):
         reasons.append("remove_empty_dirs is not judged here")
     for name in desired["kernel_modules"]:
-        if not seen["modules"].get(name, False):
+        if not seen["modules"].get(sysfs_module(name), False):
             reasons.append("module %s: not loaded" % name)
         if desired["persist_modules"] and name not in seen["listed"]:
             reasons.append("module %s: not in /etc/modules-load.d" % name)

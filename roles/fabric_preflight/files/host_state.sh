@@ -1,31 +1,32 @@
 # shellcheck shell=sh
 # What a host_config task would look at, in one shell command (a module task costs a
 # Python start on the host; plugins/module_utils/hostconfig/quickcheck.py says why and
-# judges the lines). Arguments, each KIND:NAME:
-#   f:PATH  d:PATH  a:PATH   a file (hashed), a directory, a path that should be absent
-#   m:NAME                   a kernel module
+# judges the lines). Every process counts on a slow host (about 60 ms a fork and exec on
+# the lab's emulated guests), so the paths are read by one find and hashed by one
+# sha256sum, whatever their number. Arguments, each KIND:NAME:
+#   f:PATH  d:PATH  a:PATH   a file (hashed), a directory, a path that should be absent;
+#                            absolute paths only (find would take "-x" for an option)
+#   m:NAME                   a kernel module, as named under /sys/module (nvmet_rdma)
 #   u:NAME                   a systemd unit
 #   r:PATH                   a file to read back
-# Lines (the path or name last, so blanks in it survive):
-#   p MODE OWNER GROUP TYPE SHA256|- PATH     or  p - PATH   when nothing is there
+# Lines (the path or name last, so blanks in it survive), in no particular order:
+#   p - PATH                 nothing at PATH
+#   s MODE OWNER GROUP TYPE PATH   TYPE as find's %y: f, d, l (symbolic link), ...
+#   h SHA256  PATH           each regular file among the paths (sha256sum's line)
 #   m loaded|- NAME
 #   l NAME                   each module named in /etc/modules-load.d/*.conf
 #   u ENABLEMENT ACTIVITY NAME                (systemctl is-enabled, is-active; - when silent)
 #   r BASE64|- PATH
-for a; do
+n=$#
+while [ "$n" -gt 0 ]; do
+  a=$1; shift; n=$((n - 1))
   kind=${a%%:*}; name=${a#*:}
   case $kind in
     f|d|a)
-      if [ -L "$name" ]; then t=other
-      elif [ -d "$name" ]; then t=directory
-      elif [ -f "$name" ]; then t=file
-      elif [ -e "$name" ]; then t=other
-      else echo "p - $name"; continue; fi
-      sum=-
-      if [ "$kind" = f ] && [ "$t" = file ]; then sum=$(sha256sum <"$name" | cut -d' ' -f1); fi
-      echo "p $(stat -c '%a %U %G' "$name") $t $sum $name" ;;
+      # Those that exist go back on the argument list, for find and sha256sum below.
+      if [ -e "$name" ] || [ -L "$name" ]; then set -- "$@" "$name"; else echo "p - $name"; fi ;;
     m)
-      if [ -d "/sys/module/$(printf '%s' "$name" | tr - _)" ]; then echo "m loaded $name"; else echo "m - $name"; fi ;;
+      if [ -d "/sys/module/$name" ]; then echo "m loaded $name"; else echo "m - $name"; fi ;;
     u)
       e=$(systemctl is-enabled "$name" 2>/dev/null); s=$(systemctl is-active "$name" 2>/dev/null)
       echo "u ${e:--} ${s:--} $name" ;;
@@ -33,7 +34,9 @@ for a; do
       if [ -f "$name" ]; then echo "r $(base64 -w0 <"$name") $name"; else echo "r - $name"; fi ;;
   esac
 done
-for f in /etc/modules-load.d/*.conf; do
-  [ -f "$f" ] && sed -n 's/^[[:space:]]*\([A-Za-z0-9_-][A-Za-z0-9_-]*\)[[:space:]]*$/l \1/p' "$f"
-done
+if [ $# -gt 0 ]; then
+  find "$@" -maxdepth 0 -printf 's %m %u %g %y %p\n' 2>/dev/null
+  find "$@" -maxdepth 0 -type f -exec sha256sum -- {} + 2>/dev/null | while IFS= read -r line; do echo "h $line"; done
+fi
+sed -n 's/^[[:space:]]*\([A-Za-z0-9_-][A-Za-z0-9_-]*\)[[:space:]]*$/l \1/p' /etc/modules-load.d/*.conf 2>/dev/null
 true

@@ -9,6 +9,7 @@ loaded, no unit known: the agreement tests use neither)."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
 import pwd
 import subprocess
@@ -16,7 +17,7 @@ import subprocess
 import pytest
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig import quickcheck
-from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig.state import plan, validate
+from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig.state import HostConfigError, plan, validate
 from test_hostconfig import FakeProbe  # the FAKE SystemProbe of the host_config module_utils tests, beside this file
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "fabric_preflight", "files",
@@ -128,8 +129,9 @@ def test_an_unprobed_path_is_pending(tree):
 # Kernel modules and units: the probe's lines as a host would print them.
 def test_modules_loaded_and_listed_for_boot_are_not_pending():
     params = dict(kernel_modules=["nvme_tcp", "nvme-rdma"], persist_modules=True)
-    assert quickcheck.probe_args(params) == ["m:nvme_tcp", "m:nvme-rdma"]
-    lines = ["m loaded nvme_tcp", "m loaded nvme-rdma", "l nvme_tcp", "l nvme-rdma", "l nvmet"]
+    # The probe looks under /sys/module, where the kernel names it with an underscore.
+    assert quickcheck.probe_args(params) == ["m:nvme_tcp", "m:nvme_rdma"]
+    lines = ["m loaded nvme_tcp", "m loaded nvme_rdma", "l nvme_tcp", "l nvme-rdma", "l nvmet"]
     assert quickcheck.pending(params, lines)["pending"] == []
 
 
@@ -158,7 +160,39 @@ def test_units(unit, line, expect):
 
 def test_parse_keeps_blanks_in_paths_and_decodes_reads():
     text = base64.b64encode(b"a b\n").decode()
-    seen = quickcheck.parse(["p 644 root root file abc /x/with blank", "p - /y z", "r %s /r s" % text, "r - /t"])
-    assert seen["paths"]["/x/with blank"] == dict(mode=0o644, owner="root", group="root", type="file", sha256="abc")
+    digest = "ab" * 32
+    seen = quickcheck.parse(["s 644 root root f /x/with blank", "h %s  /x/with blank" % digest, "p - /y z",
+                             "s 755 0 0 d /d", "s 777 root root l /link", "r %s /r s" % text, "r - /t"])
+    assert seen["paths"]["/x/with blank"] == dict(mode=0o644, owner="root", group="root", type="file", sha256=digest)
+    assert seen["paths"]["/d"] == dict(mode=0o755, owner="0", group="0", type="directory", sha256=None)
+    assert seen["paths"]["/link"]["type"] == "other"
     assert seen["paths"]["/y z"] is None
     assert seen["read"] == {"/r s": "a b\n", "/t": None}
+
+
+def test_a_file_without_its_hash_line_differs():
+    params = dict(files=[dict(path="/etc/x.conf", content="x\n", mode="0644", owner="root", group="root")])
+    assert quickcheck.pending(params, ["s 644 root root f /etc/x.conf"])["pending"] == ["/etc/x.conf: content differs"]
+    escaped = "\\%s  /etc/x.conf" % hashlib.sha256(b"x\n").hexdigest()  # sha256sum escaping a name
+    assert quickcheck.pending(params, ["s 644 root root f /etc/x.conf", "h " + escaped])["pending"] == [
+        "/etc/x.conf: content differs"]
+
+
+def test_the_real_probe_reads_many_paths_with_one_find(tree):
+    """Files, a folder, a symbolic link where a file should be, absent paths and a blank in a
+    name, all in one run of the script: each judged as host_config's plan() would."""
+    (tree / "etc" / "with blank.conf").write_text("b\n")
+    os.chmod(str(tree / "etc" / "with blank.conf"), 0o600)
+    os.symlink("app.conf", str(tree / "etc" / "link.conf"))
+    params = params_for(tree, owner=ME)
+    params["files"] += [dict(path=str(tree / "etc" / "with blank.conf"), content="b\n", mode="0600", owner=ME),
+                        dict(path=str(tree / "etc" / "link.conf"), content="key = 1\n", mode="0644")]
+    params["absent"] = [str(tree / "gone"), str(tree / "etc" / "app.conf.bak")]
+    lines = probe(params)
+    assert sum(1 for line in lines if line.startswith("s ")) == 4
+    assert quickcheck.pending(params, lines)["pending"] == ["%s: no file" % (tree / "etc" / "link.conf")]
+    with pytest.raises(HostConfigError, match="link.conf exists and is not a regular file"):
+        plan(validate(params), "/", FakeProbe())  # the module refuses it; the check sends it there
+    (tree / "etc" / "app.conf.bak").write_text("old\n")
+    assert quickcheck.pending(params, probe(params))["pending"] == [
+        "%s: no file" % (tree / "etc" / "link.conf"), "%s: present" % (tree / "etc" / "app.conf.bak")]

@@ -19,7 +19,7 @@ LINK = dict(ifindex=1, ifname="rxe0", port=1, state="ACTIVE", physical_state="LI
 
 def lines(links=(LINK,), unit_text=None, enablement="enabled", devices=("virt rxe0",)):
     text = boot_unit_text("rxe0", "eth1", "rxe") if unit_text is None else unit_text
-    out = ["p 644 root root file %s %s" % (hashlib.sha256(text.encode()).hexdigest(), UNIT),
+    out = ["s 644 root root f %s" % UNIT, "h %s  %s" % (hashlib.sha256(text.encode()).hexdigest(), UNIT),
            "u %s active aiinfra-soft-roce-rxe0.service" % enablement,
            "rdmajson " + json.dumps(list(links))]
     return out + ["ibdev " + d for d in devices]
