@@ -82,8 +82,8 @@ def parse(lines):
         elif kind == "h":
             # sha256sum's "HEX  PATH" (text mode) or "HEX *PATH"; a name it had to escape
             # starts the line with a backslash and is not matched (content differs).
-            digest, _, path = rest.partition(" ")
-            if len(digest) == 64 and path[:1] in (" ", "*"):
+            digest, path = rest[:64], rest[65:]
+            if len(digest) == 64 and rest[64:65] == " " and path[:1] in (" ", "*"):
                 sums[path[1:]] = digest
         elif kind == "m":
             state, name = split_line(rest)
