@@ -19,16 +19,8 @@ PLAY=(.venv/bin/ansible-playbook -i inventory/lab benchmarks/nvmeof_target_role_
 SHAPES=("$@")
 [ ${#SHAPES[@]} -gt 0 ] || SHAPES=(1x1 16x16 32x16)
 
-step() { printf '[bench %s] %s\n' "$(date +%T)" "$*" >&2; }
-now() { date +%s.%N; }
-run() {
-  local name=$1 t0; shift
-  t0=$(now)
-  if ! "${PLAY[@]}" "$@" >"$LOG/$name.log" 2>&1; then
-    step "$name failed: see $LOG/$name.log"; tail -n 30 "$LOG/$name.log" >&2; exit 1
-  fi
-  secs=$(echo "$(now) - $t0" | bc)
-}
+# shellcheck source=benchmarks/lib.sh
+. benchmarks/lib.sh
 recap() { grep -E '^te1 +:' "$LOG/$1.log" | sed -E 's/^te1 +: ok=([0-9]+) +changed=([0-9]+).* skipped=([0-9]+).*/ok=\1 changed=\2 skipped=\3/'; }
 
 lab/labctl status >&2

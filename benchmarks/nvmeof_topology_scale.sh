@@ -18,17 +18,8 @@ export ANSIBLE_NOCOLOR=1
 LOG=${BENCH_LOG:-$(mktemp -d /tmp/nvmeof-topology-bench.XXXXXX)}
 PLAY=(.venv/bin/ansible-playbook -i inventory/lab benchmarks/nvmeof_topology_scale.yml)
 
-step() { printf '[bench %s] %s\n' "$(date +%T)" "$*" >&2; }
-now() { date +%s.%N; }
-# run NAME ARGS...: one ansible-playbook run, its seconds in $secs; a failed run stops the benchmark.
-run() {
-  local name=$1 t0; shift
-  t0=$(now)
-  if ! "${PLAY[@]}" "$@" >"$LOG/$name.log" 2>&1; then
-    step "$name failed: see $LOG/$name.log"; tail -n 30 "$LOG/$name.log" >&2; exit 1
-  fi
-  secs=$(echo "$(now) - $t0" | bc)
-}
+# shellcheck source=benchmarks/lib.sh
+. benchmarks/lib.sh
 changed() { grep -E '^te[12] +:' "$LOG/$1.log" | sed -E 's/.*changed=([0-9]+).*/\1/' | paste -sd+ | bc; }
 # tasks NAME: "te1 ok=N changed=M te2 ..." from the run's recap lines.
 tasks() { grep -E '^te[12] +:' "$LOG/$1.log" | sed -E 's/^(te[12]) +: ok=([0-9]+) +changed=([0-9]+).*/\1 ok=\2 changed=\3/' | paste -sd' ' -; }
