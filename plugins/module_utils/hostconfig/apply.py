@@ -8,7 +8,8 @@ from __future__ import annotations
 import os
 import tempfile
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig.state import HostConfigError, op_text, under
+from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig.state import (
+    HostConfigError, op_text, sysfs_module, under)
 
 
 class SystemProbe(object):
@@ -20,7 +21,7 @@ class SystemProbe(object):
         self.sys_root = sys_root
 
     def loaded(self, name):
-        return os.path.isdir(os.path.join(self.sys_root, "module", name.replace("-", "_")))
+        return os.path.isdir(os.path.join(self.sys_root, "module", sysfs_module(name)))
 
     def known_unit(self, name):
         rc, out, err = self.run([self.systemctl, "list-units", "--all", "--plain", "--no-legend", name])

@@ -18,7 +18,7 @@ from __future__ import annotations
 import base64
 import hashlib
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig.state import HostConfigError, validate
+from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig.state import HostConfigError, sysfs_module, validate
 
 # systemctl is-enabled answers host_config's probe counts as enabled, and those it can disable.
 ENABLED = ("enabled", "enabled-runtime", "static", "alias", "indirect", "generated")
@@ -36,11 +36,6 @@ def _desired(params):
         return validate(params)
     except HostConfigError:
         return None
-
-
-def sysfs_module(name):
-    """A kernel module's name as /sys/module lists it (nvmet-rdma -> nvmet_rdma)."""
-    return name.replace("-", "_")
 
 
 def probe_args(params):

@@ -169,6 +169,11 @@ def _plan_parents(ops, root, path, planned):
         planned.add(parent)
 
 
+def sysfs_module(name):
+    """A kernel module's name as /sys/module lists it (nvmet-rdma -> nvmet_rdma)."""
+    return name.replace("-", "_")
+
+
 def _listed_in_modules_load(root, name):
     """The kernel module is named in some /etc/modules-load.d file (community.general.modprobe's test)."""
     directory = under(root, MODULES_LOAD_DIR)
