@@ -29,7 +29,8 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.report.judge import
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.model import RECORD_LISTS, RESULT_FACTS, SCHEMA, \
     SCHEMA_VERSION, ReportError, derive_metrics
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.render import render_files
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report.saved import read_saved_results, resolve
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.saved import plain_data, read_saved_results, resolve, \
+    write_atomic
 
 try:
     import yaml
@@ -66,21 +67,6 @@ ARGSPEC = dict(
     gpu_model_var=dict(type="str", default="gpu_model"),
     transport_var=dict(type="str", default="fabric_transport"),
 )
-
-
-def _plain(value):
-    """Hostvars values as plain JSON data (no tagged/lazy container types)."""
-    if isinstance(value, dict):
-        return dict((to_text(k), _plain(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple, set)):
-        return [_plain(v) for v in value]
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    return to_text(value)
 
 
 def _read_data(path, what):
@@ -120,21 +106,6 @@ def _write_tree(final, files):
         os.rename(tmp, final)
     except Exception:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def _atomic_file(path, text):
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        os.makedirs(directory)
-    fd, tmp = tempfile.mkstemp(prefix=".fabric_report-", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)
-        os.rename(tmp, path)
-    except Exception:
-        os.unlink(tmp)
         raise
 
 
@@ -185,7 +156,7 @@ class ActionModule(ActionBase):
             for name in args["facts"]:
                 value = hv.get(name) if hasattr(hv, "get") else None
                 if value is not None:
-                    facts[name] = _plain(value)
+                    facts[name] = plain_data(value)
             if facts:
                 host_facts[host] = facts
         saved_dir = resolve(args["saved_results"])
@@ -249,7 +220,7 @@ class ActionModule(ActionBase):
         if args["thresholds_file"]:
             path = resolve(args["thresholds_file"])
             refs += normalize_references(_read_data(path, "thresholds_file"), origin=os.path.basename(path))
-        refs += normalize_references(_plain(args["thresholds"]), origin="thresholds")
+        refs += normalize_references(plain_data(args["thresholds"]), origin="thresholds")
         for index, ref in enumerate(refs):
             ref["index"] = index  # later entries (inline thresholds) win ties over the file's
 
@@ -306,7 +277,7 @@ class ActionModule(ActionBase):
             if save_to and not failed:
                 previous = _read_data(save_to, "save_baseline") if os.path.exists(save_to) else None
                 merged = merge_baseline(json.loads(files["results.json"]), previous)
-                _atomic_file(save_to, json.dumps(merged, indent=2, sort_keys=True) + "\n")
+                write_atomic(save_to, json.dumps(merged, indent=2, sort_keys=True) + "\n")
 
         result.update({
             "changed": True,

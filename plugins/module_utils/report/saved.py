@@ -16,12 +16,17 @@ Saved results are what the main playbooks write at the end of each host's roles
      "saved": "2026-11-30T05:46:07Z", "playbook": ..., "result": {...the fact...}}
 
 so a report made by a later ``ansible-playbook`` run finds the results of earlier ones.
+``host_result_document`` and ``write_host_result`` write them (the fabric_result_save
+action), ``read_saved_results`` reads them (the fabric_report action).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import tempfile
+
+from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.model import RESULT_FACTS, ReportError
 
@@ -69,3 +74,59 @@ def read_saved_results(folder, hosts=None, facts=RESULT_FACTS):
             saved.setdefault(host, {})[fact] = {"saved": doc.get("saved"), "playbook": doc.get("playbook"),
                                                 "file": path}
     return host_facts, saved
+
+
+def plain_data(value):
+    """Hostvars values as plain JSON data (no tagged/lazy container types)."""
+    if isinstance(value, dict):
+        return dict((to_text(k), plain_data(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple, set)):
+        return [plain_data(v) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    return to_text(value)
+
+
+def write_atomic(path, text, mode=0o644):
+    """Write ``text`` to ``path`` through a temporary file beside it and a rename (its folder is created)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        os.makedirs(directory)
+    fd, tmp = tempfile.mkstemp(prefix=".fabric_report-", dir=directory)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.chmod(tmp, mode)
+        os.rename(tmp, path)
+    except Exception:
+        os.unlink(tmp)
+        raise
+
+
+def host_result_document(host, fact, result, playbook, saved):
+    """The saved form of one host's result fact (``saved``: a UTC time, ``YYYY-MM-DDTHH:MM:SSZ``)."""
+    return {"schema": HOST_RESULT_SCHEMA, "schema_version": 1, "host": host, "fact": fact, "saved": saved,
+            "playbook": playbook, "result": plain_data(result)}
+
+
+def host_result_path(folder, host, fact):
+    """Where ``fact`` of ``host`` is saved under the saved-results ``folder`` (already resolved)."""
+    for what, name in (("host", host), ("fact", fact)):
+        if not name or name in (".", "..") or "/" in name or "\x00" in name:
+            raise ReportError("%s name %r cannot be a file name under %s" % (what, name, folder))
+    return os.path.join(folder, host, fact + ".json")
+
+
+def write_host_result(folder, document):
+    """Write one ``host_result_document`` under ``folder``; returns its path. The host's folder gets mode 0755."""
+    path = host_result_path(folder, document["host"], document["fact"])
+    hdir = os.path.dirname(path)
+    if not os.path.isdir(hdir):
+        os.makedirs(hdir)
+        os.chmod(hdir, 0o755)
+    write_atomic(path, json.dumps(document, indent=4, sort_keys=True, separators=(",", ": ")) + "\n")
+    return path
