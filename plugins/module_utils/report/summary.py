@@ -43,6 +43,10 @@ def _failed(fact):
 
 def target_lines(fact):
     if fact.get("state") == "absent":
+        if fact.get("check_mode"):
+            return ["NVMe-oF target: --check, nothing changed: would remove %s (hosts: %d%s)" % (
+                fact.get("nqn"), len(fact.get("hosts_removed") or []),
+                ", backing file too" if fact.get("backing_file_removed") else "")]
         return ["NVMe-oF target: removed %s (hosts removed: %d%s)" % (
             fact.get("nqn"), len(fact.get("hosts_removed") or []),
             ", backing file deleted" if fact.get("backing_file_removed") else "")]
@@ -61,7 +65,8 @@ def target_lines(fact):
 def initiator_lines(host, fact):
     target = fact.get("target") or {}
     if fact.get("state") == "absent":
-        return ["NVMe-oF initiator: disconnected from %s at %s:%s" % (
+        return ["NVMe-oF initiator: %s %s at %s:%s" % (
+            "--check, nothing changed: would disconnect from" if fact.get("check_mode") else "disconnected from",
             target.get("nqn"), target.get("address"), target.get("trsvcid"))]
     mount = fact.get("mount_point")
     lines = ["NVMe-oF initiator: %s to %s at %s:%s -> %s%s" % (

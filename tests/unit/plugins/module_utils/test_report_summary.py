@@ -72,3 +72,29 @@ def test_nccl_verdict_and_transport_in_plain_words():
     # A multi-node verdict names its hosts and keeps them.
     run["expectation"]["text"] = "a+b: all_reduce busbw 1 GB/s at 8 GiB, not compared: x"
     assert "gpu1: a+b: all_reduce busbw 1 GB/s at 8 GiB, not compared: x" in summary_lines({"gpu1": gpu})
+
+
+def _teardown_facts(check_mode):
+    # The fields roles/nvmeof_target/tasks/teardown.yml and roles/nvmeof_initiator/tasks/teardown.yml publish.
+    target = {"state": "absent", "check_mode": check_mode, "nqn": "nqn.2024-04.com.example:te1.target1",
+              "subsystems_removed": ["nqn.2024-04.com.example:te1.target1"], "ports_removed": [1],
+              "hosts_removed": ["nqn.2014-08.org.nvmexpress:uuid:22d6f13f"], "port_removed": True, "port_kept_for": [],
+              "backing_file_removed": True, "backing_files_removed": ["/var/lib/nvmet/disk1.img"]}
+    initiator = {"state": "absent", "check_mode": check_mode, "from_record": True,
+                 "target": {"address": "10.99.0.1", "trsvcid": "4420", "nqn": "nqn.2024-04.com.example:te1.target1"}}
+    return {"te1": {"nvmeof_target_result": target}, "te2": {"nvmeof_initiator_result": initiator}}
+
+
+def test_teardown_lines_say_what_was_removed():
+    lines = summary_lines(_teardown_facts(False))
+    assert lines == ["te1: NVMe-oF target: removed nqn.2024-04.com.example:te1.target1 (hosts removed: 1, "
+                     "backing file deleted)",
+                     "te2: NVMe-oF initiator: disconnected from nqn.2024-04.com.example:te1.target1 at 10.99.0.1:4420"]
+
+
+def test_teardown_under_check_does_not_claim_a_removal():
+    lines = summary_lines(_teardown_facts(True))
+    assert lines == ["te1: NVMe-oF target: --check, nothing changed: would remove nqn.2024-04.com.example:te1.target1 "
+                     "(hosts: 1, backing file too)",
+                     "te2: NVMe-oF initiator: --check, nothing changed: would disconnect from "
+                     "nqn.2024-04.com.example:te1.target1 at 10.99.0.1:4420"]
