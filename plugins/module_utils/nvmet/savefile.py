@@ -221,10 +221,14 @@ def _refuse_masked(state, spec):
     return spec
 
 
-def plan_document(tree, state, doc, force=False, allow_reconfigure=False, check_paths=True):
-    """Plan a whole nvmetcli save-file document: hosts, then subsystems, then ports."""
+def plan_document(tree, state, doc, force=False, allow_reconfigure=False, check_paths=True, conns=None):
+    """Plan a whole nvmetcli save-file document: hosts, then subsystems, then ports.
+
+    ``conns``: the live connections when the caller read them already (None: read here).
+    """
     specs = from_savefile(doc)
-    conns = tree.connections(state)
+    if conns is None:
+        conns = tree.connections(state)
     return _plan_steps(state, (
         [lambda st, raw=raw: plan_host(st, normalize_host(_refuse_masked(st, raw)), conns, force)
          for raw in specs["hosts"]]

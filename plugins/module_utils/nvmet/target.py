@@ -179,12 +179,13 @@ def plan_target(tree, state, doc, purge="none", force=False, allow_reconfigure=F
     # Hosts and subsystems, then each passthru controller (enabled before any port
     # links its subsystem, so no host meets it empty), then the ports: the same order
     # as the restorer's one pass.
+    # One read of the live connections for the whole plan (each read runs `rdma res show`).
     st = step(plan_document(tree, st, dict(planned, ports=[]), force=force, allow_reconfigure=allow_reconfigure,
-                            check_paths=False))
+                            check_paths=False, conns=conns))
     for entry in doc.get("subsystems") or []:
         st = step(plan_passthru(st, entry, conns, force))
     st = step(plan_document(tree, st, {"ports": planned.get("ports") or []}, force=force,
-                            allow_reconfigure=allow_reconfigure, check_paths=False))
+                            allow_reconfigure=allow_reconfigure, check_paths=False, conns=conns))
     if purge in ("listed", "all"):
         for entry, raw in zip(doc.get("ports") or [], from_savefile(doc)["ports"]):
             spec = dict(normalize_port(raw, None), purge_ana_groups=True, purge_referrals="referrals" in entry)

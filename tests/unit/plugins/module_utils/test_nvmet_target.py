@@ -265,6 +265,21 @@ def test_removing_a_namespace_under_a_live_connection_needs_force(root, files):
     assert converge(root, smaller, purge="none")[1] == []  # none removes nothing, so nothing to guard
 
 
+def test_one_plan_reads_the_live_connections_once(root, files):
+    # Each read may run `rdma res show cm_id` (a process start): the whole-target plan
+    # reads them once and hands them to every step.
+    quiet(root)
+    doc = {"hosts": [{"nqn": HOST}], "subsystems": [sub(SUB, files[:2], hosts=[HOST])], "ports": [port(1, [SUB])]}
+    tree = EmulatedTree(root)
+    reads = []
+    real = tree.connections
+    tree.connections = lambda state: reads.append(1) or real(state)
+    state = tree.read()
+    check_document(doc, state, "listed", tree.sysfs_root)
+    assert plan_target(tree, state, doc, "listed", keep_port_links=True)
+    assert len(reads) == 1
+
+
 # --------------------------------------------------------------------------- bad input
 
 
