@@ -20,7 +20,6 @@ import tempfile
 
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_text
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.baseline import load_baseline, merge_baseline
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.checks import FAIL, normalize_references
@@ -31,6 +30,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.report.model import
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.render import render_files
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.saved import plain_data, read_saved_results, resolve, \
     write_atomic
+from ansible_collections.aiinfra.fabric.plugins.plugin_utils.controller_action import ControllerAction
 
 try:
     import yaml
@@ -39,7 +39,7 @@ except ImportError:  # pragma: no cover - PyYAML comes with ansible-core
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
-ARGSPEC = dict(
+ARGUMENT_SPEC = dict(
     output_dir=dict(type="path", required=True),
     run_id=dict(type="str"),
     label=dict(type="str", default=""),
@@ -109,15 +109,10 @@ def _write_tree(final, files):
         raise
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
+class ActionModule(ControllerAction):
+    ARGSPEC = ARGUMENT_SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        del tmp
-        task_vars = task_vars or {}
-        dummy, args = self.validate_argument_spec(argument_spec=ARGSPEC)
+    def act(self, args, task_vars, result):
         try:
             return self._run(args, task_vars, result)
         except ReportError as exc:

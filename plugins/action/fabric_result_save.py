@@ -14,27 +14,22 @@ from __future__ import annotations
 import datetime
 
 from ansible.errors import AnsibleActionFail
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.model import RESULT_FACTS, ReportError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.saved import host_result_document, \
     host_result_path, resolve, write_host_result
+from ansible_collections.aiinfra.fabric.plugins.plugin_utils.controller_action import ControllerAction
 
-ARGSPEC = dict(
+ARGUMENT_SPEC = dict(
     folder=dict(type="path", required=True),
     facts=dict(type="list", elements="str", choices=list(RESULT_FACTS), default=list(RESULT_FACTS)),
 )
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
+class ActionModule(ControllerAction):
+    ARGSPEC = ARGUMENT_SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        del tmp
-        task_vars = task_vars or {}
-        dummy, args = self.validate_argument_spec(argument_spec=ARGSPEC)
+    def act(self, args, task_vars, result):
         host = task_vars.get("inventory_hostname")
         hostvars = task_vars.get("hostvars") or {}
         mine = hostvars[host] if host in hostvars else {}

@@ -15,14 +15,15 @@ import os
 
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible.plugins.action import ActionBase
+
+from ansible_collections.aiinfra.fabric.plugins.plugin_utils.controller_action import ControllerAction
 
 try:
     import yaml
 except ImportError:  # pragma: no cover - PyYAML comes with ansible-core
     yaml = None
 
-ARGSPEC = dict(
+ARGUMENT_SPEC = dict(
     roles=dict(type="list", elements="str", required=True),
     roles_dir=dict(type="path", required=True),
 )
@@ -48,15 +49,10 @@ def role_options(roles_dir, role):
     return dict((name, dict(spec or {}, required=False)) for name, spec in (main.get("options") or {}).items())
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-    _requires_connection = False
+class ActionModule(ControllerAction):
+    ARGSPEC = ARGUMENT_SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        del tmp
-        task_vars = task_vars or {}
-        dummy, args = self.validate_argument_spec(argument_spec=ARGSPEC)
+    def act(self, args, task_vars, result):
         if yaml is None:
             raise AnsibleActionFail("validate_role_inputs needs PyYAML on the controller")
         errors, checked = [], []

@@ -47,6 +47,18 @@ attributes:
     details: This module changes nothing, so it has no diff.
 """
 
+    # Action plugins that run on the controller only (the module file carries the docs).
+    CONTROLLER_ACTION = r"""
+options: {}
+attributes:
+  action:
+    description: Runs on the controller as an action plugin; no connection to a managed host is made.
+    support: full
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+"""
+
     # Modules that run a job (mpirun, nccl-tests): not idempotent by nature.
     JOB_MODULE = r"""
 options: {}

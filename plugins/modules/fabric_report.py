@@ -41,17 +41,12 @@ author:
   - aiinfra.fabric developers (@aiinfra)
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
+  - aiinfra.fabric.attributes.controller_action
 attributes:
-  action:
-    description: Runs on the controller as an action plugin; no connection to a managed host is made.
-    support: full
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: In check mode everything is computed and returned, and nothing is written.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
   idempotent:
     description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
     support: none

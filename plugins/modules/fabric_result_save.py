@@ -30,6 +30,7 @@ author:
   - aiinfra.fabric developers (@aiinfra)
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
+  - aiinfra.fabric.attributes.controller_action
 options:
   folder:
     description: The saved-results folder, for example C(results/hosts).
@@ -42,16 +43,10 @@ options:
     choices: [nvmeof_target_result, nvmeof_initiator_result, mpi_bench_result, nccl_tests_result, fabric_sweep_result]
     default: [nvmeof_target_result, nvmeof_initiator_result, mpi_bench_result, nccl_tests_result, fabric_sweep_result]
 attributes:
-  action:
-    description: Runs on the controller as an action plugin; no connection to a managed host is made.
-    support: full
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: Under check mode nothing is written; RV(would_save) lists the files.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
   idempotent:
     description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
     support: full
