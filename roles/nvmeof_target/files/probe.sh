@@ -1,9 +1,12 @@
 # shellcheck shell=sh
 # What the role reads before it changes anything, in one remote command (each task is a
-# module start on the host). Arguments: the missing-packages script, the record path,
-# "firewall" or "-", the packages to look up (one argument, blank-separated), then the
-# backing files (one find reads them all: a process costs about 60 ms on the lab's
-# emulated guests, and a target may have hundreds of files). One item per line:
+# module start on the host). Arguments: the missing-packages script, the host_state.sh
+# script, the record path, "firewall" or "-", the packages to look up (one argument,
+# blank-separated), the number N of host_state.sh arguments, those N arguments (what the
+# persist step looks at: the boot restorer, its unit, the modules at boot, the record;
+# tasks/persist.yml judges their lines), then the backing files (one find reads them all:
+# a process costs about 60 ms on the lab's emulated guests, and a target may have
+# hundreds of files). One item per line:
 #   configfs | no-configfs      whether configfs has the target (nvmet loaded)
 #   missing PACKAGE             a package of the arguments that is not installed
 #   byid NAME TARGET            each /dev/disk/by-id link and where it points
@@ -11,7 +14,20 @@
 #   nvmetcli UNIT MASK          nvmetcli's restore unit: unit|none, masked|unmasked
 #   record BASE64               the record of what this role created, when there is one
 #   file exists BYTES PATH      a backing file that exists (a regular file, or a link to one)
-pkgscript=$1; record=$2; fw=$3; pkgs=$4; shift 4
+#   p|s|h|m|l|u|r ...           host_state.sh's lines for its N arguments
+pkgscript=$1; hostscript=$2; record=$3; fw=$4; pkgs=$5; nstate=$6; shift 6
+# host_state.sh on the first N arguments only: the subshell moves each of them to the end
+# of the list and drops every original one (no process but the subshell).
+(
+  i=0; n=$#
+  while [ "$i" -lt "$n" ]; do
+    [ "$i" -lt "$nstate" ] && set -- "$@" "$1"
+    shift; i=$((i + 1))
+  done
+  [ $# -gt 0 ] && sh -c "$hostscript" sh "$@"
+)
+i=0
+while [ "$i" -lt "$nstate" ]; do shift; i=$((i + 1)); done
 # -H: a link given as a backing file counts as the file it points to (as test -f does).
 [ $# -gt 0 ] && find -H "$@" -maxdepth 0 -type f -printf 'file exists %s %p\n' 2>/dev/null
 if [ -d /sys/kernel/config/nvmet ]; then echo configfs; else echo no-configfs; fi
