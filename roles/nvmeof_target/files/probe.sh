@@ -26,8 +26,7 @@ pkgscript=$1; hostscript=$2; record=$3; fw=$4; pkgs=$5; nstate=$6; shift 6
   done
   [ $# -gt 0 ] && sh -c "$hostscript" sh "$@"
 )
-i=0
-while [ "$i" -lt "$nstate" ]; do shift; i=$((i + 1)); done
+shift "$nstate"
 # -H: a link given as a backing file counts as the file it points to (as test -f does).
 [ $# -gt 0 ] && find -H "$@" -maxdepth 0 -type f -printf 'file exists %s %p\n' 2>/dev/null
 if [ -d /sys/kernel/config/nvmet ]; then echo configfs; else echo no-configfs; fi
