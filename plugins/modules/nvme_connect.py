@@ -342,33 +342,14 @@ diff:
   type: dict
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.cli import (
-    NvmeCli, NvmeCliError,
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.cli import NvmeCli
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connect_run import (
+    ConnectFailure, apply_connection, prepare_connection,
 )
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection import (
-    ValidationError, controller_drift, desired_from_params, matching_controllers, other_identities_at_address,
-    plan_connection, public_controller,
-)
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.fabrics_dev import FABRICS_DEV, connect_through_kernel
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.host import (
-    host_identity, read_text, wait_for_connection, wait_gone, write_atomic,
-)
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.persist import (
-    AUTOCONNECT_DROPIN, CONFIG_JSON, DROPIN, NVME_ETC, UNIT_PATHS, config_has_port, config_with_port,
-    config_without_port, dump_config, parse_config, unit_context, unit_needs_condition_fix,
-)
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.persist_ini import (
-    dropin_has_port, dropin_is_empty, dropin_path, dropin_with_port, dropin_without_port, parse_dropin, render_dropin,
-)
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection import ValidationError, desired_from_params
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.sysfs import FabricsSysfs
-
-
-CONNECT_VIA_KERNEL = ("connect through %s (another host NQN of this machine is connected to this subsystem and "
-                      "address, which nvme-cli before 2.6 refuses as already connected)" % FABRICS_DEV)
 
 
 def main():
@@ -404,7 +385,6 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    state = params["state"]
     try:
         desired = desired_from_params(params)
     except ValidationError as exc:
@@ -414,194 +394,11 @@ def main():
 
     sysfs = FabricsSysfs()
     cli = NvmeCli(module)
-    tls_key_flag = "--tls_key"
-    if (desired["tls"] or desired["concat"] or desired["fast_io_fail_tmo"] is not None) and state == "connected":
-        # Read from nvme-cli's own help and the kernel's option list, not guessed from versions.
-        caps = cli.connect_capabilities()
-        missing = caps.missing(desired)
-        if missing:
-            module.fail_json(msg="cannot connect with tls=%s concat=%s fast_io_fail_tmo=%s on this host: %s" % (
-                desired["tls"], desired["concat"], desired["fast_io_fail_tmo"], "; ".join(missing)))
-        tls_key_flag = caps.tls_key_flag or tls_key_flag
-    # Where this nvme-cli keeps saved connections (config.json, or the INI nvme-fabrics.conf.d of
-    # releases that replaced it), from what it can do; only that format is written.
-    saved_format = cli.saved_connections_format() if params["persistent"] and state == "connected" else None
-    if saved_format == "json" and "config" not in cli.help_options("connect-all"):
-        # The boot-time connect (nvmf-autoconnect: nvme connect-all) must read the file this
-        # module writes; an nvme-cli whose connect-all takes no JSON --config does not.
-        module.fail_json(msg="persistent=true writes libnvme's JSON configuration (%s), but this nvme-cli's "
-                             "'connect-all --help' lists no --config option, so it would not read it at boot; "
-                             "nothing was changed" % CONFIG_JSON)
-    if state == "connected" and not sysfs.fabrics_device_present():
-        module.fail_json(msg="/dev/nvme-fabrics does not exist: the nvme-fabrics kernel module is not loaded "
-                             "(modprobe nvme-fabrics, and nvme-%s for transport=%s)" % (desired["transport"], desired["transport"]))
-
     try:
-        hostnqn, hostid, identity_writes = host_identity(params, state, module.check_mode, cli.gen_hostnqn)
-    except ValidationError as exc:
-        module.fail_json(msg=str(exc))
-    desired["hostnqn"] = hostnqn
-    desired["hostid"] = hostid
-
-    all_controllers = sysfs.controllers()
-    controllers = matching_controllers(all_controllers, desired)
-    # nvme-cli before 2.6 refuses a second host identity at one address (fabrics_dev.py);
-    # the kernel does not, so that connect writes the kernel's fabrics device directly.
-    # TLS keys are looked up by nvme-cli, so a TLS connect always goes through it.
-    via_kernel = (state == "connected" and not (desired["tls"] or desired["concat"])
-                  and bool(other_identities_at_address(all_controllers, desired)))
-    drifts = {}
-    if state == "connected":
-        cpus = sysfs.online_cpus()
-        for ctrl in controllers:
-            found = controller_drift(ctrl, sysfs.read_secrets(ctrl["name"]), desired, cpus)
-            if found:
-                drifts[ctrl["name"]] = found
-    devices_before = sysfs.devices_of(controllers)
-    usage = sysfs.usage([d["name"] for d in devices_before]) if controllers else []
-    ops, refusal = plan_connection(controllers, drifts, desired, state, params["reconnect"], params["force"], usage)
-    if refusal:
-        module.fail_json(msg=refusal, controllers=[public_controller(c) for c in controllers],
-                         devices=devices_before, usage=usage)
-
-    # nvme-cli's persistent configuration.
-    config_text = read_text(CONFIG_JSON)
-    try:
-        config = parse_config(config_text, CONFIG_JSON)
-    except ValidationError as exc:
-        module.fail_json(msg=str(exc))
-    default_hostnqn = (read_text(os.path.join(NVME_ETC, "hostnqn")) or "").strip()
-    ini_path = dropin_path(hostnqn or default_hostnqn, default_hostnqn)
-    ini_text = read_text(ini_path)
-    try:
-        ini = parse_dropin(ini_text, ini_path)
-    except ValidationError as exc:
-        module.fail_json(msg=str(exc))
-    persisted_before = bool((config_has_port(config, desired, hostnqn) if hostnqn else False) or dropin_has_port(ini, desired))
-    new_config, new_ini = config, ini
-    unit_text = next((t for t in (read_text(p) for p in UNIT_PATHS) if t), None) if saved_format else None
-    if saved_format == "json":
-        new_config = config_with_port(config, desired, hostnqn, hostid, unit_context(unit_text))
-    elif saved_format == "ini":
-        new_ini = dropin_with_port(ini, desired, hostnqn, hostid, default_hostnqn)
-    elif state == "disconnected":
-        # Removed from wherever this module wrote it (the entry holds secrets).
-        new_config = config_without_port(config, desired, hostnqn)
-        new_ini = dropin_without_port(ini, desired)
-    config_ops = []
-    if new_config != config:
-        config_ops.append("remove /etc/nvme/config.json" if not new_config and config_text is not None
-                          else "write /etc/nvme/config.json")
-    if new_ini != ini:
-        config_ops.append("%s %s" % ("remove" if dropin_is_empty(new_ini) else "write", ini_path))
-    dropin_needed = False
-    if state == "connected" and params["persistent"]:
-        if unit_needs_condition_fix(unit_text) and read_text(DROPIN) != AUTOCONNECT_DROPIN:
-            dropin_needed = True
-            config_ops.append("write %s" % DROPIN)
-
-    operations = ["%s %s" % op if op[1] else op[0] for op in ops]
-    if via_kernel:
-        operations = [CONNECT_VIA_KERNEL if item == "connect" else item for item in operations]
-    operations = ["write /etc/nvme/%s" % item[0] for item in identity_writes] + operations + config_ops
-    changed = bool(operations)
-
-    warnings = []
-    if drifts and not params["reconnect"]:
-        warnings.append("live connection differs from the requested settings (%s); set reconnect=true to "
-                        "disconnect and connect again" % "; ".join(
-                            "%s: %s" % (n, ", ".join(sorted(d))) for n, d in sorted(drifts.items())))
-
-    before = {
-        "state": "connected" if controllers else "disconnected",
-        "controllers": [c["name"] for c in controllers],
-        "devices": [d["path"] for d in devices_before],
-        "persistent": persisted_before,
-    }
-    result = dict(changed=changed, operations=operations)
-    if drifts:
-        result["drift"] = drifts
-
-    if module.check_mode:
-        after_ctrls = [] if any(op[0] == "disconnect" for op in ops) else controllers
-        after = {
-            "state": state,
-            "controllers": [c["name"] for c in after_ctrls] + (["(new)"] if ("connect", None) in ops else []),
-            "devices": [d["path"] for d in sysfs.devices_of(after_ctrls)],
-            "persistent": bool((config_has_port(new_config, desired, hostnqn) if hostnqn else False)
-                               or dropin_has_port(new_ini, desired)),
-        }
-        result.update(controllers=[public_controller(c) for c in after_ctrls],
-                      devices=sysfs.devices_of(after_ctrls), persistent=after["persistent"])
-        if module._diff:
-            result["diff"] = {"before": before, "after": after}
-        for warning in warnings:
-            module.warn(warning)
-        module.exit_json(**result)
-
-    try:
-        for name, value in identity_writes:
-            write_atomic(module, os.path.join(NVME_ETC, name), value + "\n", 0o644)
-        for op, name in ops:
-            if op == "disconnect":
-                cli.disconnect(name)
-            else:
-                wait_gone(sysfs, desired, params["wait_timeout"])
-                connect_values = dict(desired)
-                connect_values["hostnqn"] = hostnqn
-                connect_values["hostid"] = hostid
-                if via_kernel:
-                    connect_through_kernel(connect_values)
-                else:
-                    cli.connect(connect_values, tls_key_flag)
-    except NvmeCliError as exc:
-        details = exc.details()
-        if exc.kind == "command" and not sysfs.transport_module_loaded(desired["transport"]):
-            details["error_kind"] = "transport_module"
-            exc.msg = ("nvme connect failed and the nvme-%s kernel module is not loaded (no /sys/module/nvme_%s): "
-                       "install/load it. nvme-cli said: %s" % (desired["transport"], desired["transport"],
-                                                               (exc.stderr or exc.stdout).strip()))
-        module.fail_json(msg=exc.msg, **details)
-
-    if ("connect", None) in ops:
-        controllers, devices, wait_warning = wait_for_connection(sysfs, desired, params["wait_timeout"])
-        if wait_warning:
-            if not controllers or any(c.get("state") != "live" for c in controllers):
-                module.fail_json(msg=wait_warning, controllers=[public_controller(c) for c in controllers])
-            warnings.append(wait_warning)
-    else:
-        controllers = matching_controllers(sysfs.controllers(), desired)
-        devices = sysfs.devices_of(controllers)
-
-    if new_config != config:
-        if not new_config and config_text is not None:
-            os.unlink(CONFIG_JSON)
-        else:
-            write_atomic(module, CONFIG_JSON, dump_config(new_config), 0o600)
-    if new_ini != ini:
-        if dropin_is_empty(new_ini):
-            if ini_text is not None:
-                os.unlink(ini_path)
-        else:
-            write_atomic(module, ini_path, render_dropin(new_ini), 0o600)
-    if dropin_needed:
-        write_atomic(module, DROPIN, AUTOCONNECT_DROPIN, 0o644)
-        systemctl = module.get_bin_path("systemctl", required=True)
-        rc, out, err = module.run_command([systemctl, "daemon-reload"], environ_update={"LC_ALL": "C"})
-        if rc != 0:
-            module.fail_json(msg="systemctl daemon-reload failed after writing %s" % DROPIN, rc=rc, stdout=out, stderr=err)
-
-    persisted_after = bool((config_has_port(new_config, desired, hostnqn) if hostnqn else False)
-                           or dropin_has_port(new_ini, desired))
-    result.update(controllers=[public_controller(c) for c in controllers], devices=devices,
-                  persistent=persisted_after)
-    if module._diff:
-        result["diff"] = {"before": before, "after": {
-            "state": "connected" if controllers else "disconnected",
-            "controllers": [c["name"] for c in controllers],
-            "devices": [d["path"] for d in devices],
-            "persistent": persisted_after,
-        }}
+        plan = prepare_connection(params, desired, cli, sysfs, module.check_mode)
+        result, warnings = apply_connection(module, params, plan, cli, sysfs)
+    except ConnectFailure as exc:
+        module.fail_json(msg=exc.msg, **exc.details)
     for warning in warnings:
         module.warn(warning)
     module.exit_json(**result)

@@ -157,13 +157,15 @@ waited_s:
 """
 
 import os
-import time
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection import ValidationError, validate_nqn
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.multipath import (
-    MultipathError, MultipathSysfs, missing_subsystems, path_shortfall, plan_iopolicy, validate_iopolicy,
+    MultipathError, MultipathSysfs, validate_iopolicy,
+)
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.multipath_run import (
+    MultipathFailure, converge_multipath, native_multipath_check,
 )
 
 
@@ -192,50 +194,14 @@ def main():
             module.fail_json(msg="%s=%d must be >= 0" % (key, params[key]))
 
     sysfs = MultipathSysfs()
-    native = sysfs.native_multipath()
-    result = dict(changed=False, native_multipath=native, kernel=release, operations=[], waited_s=0.0)
-    if params["require_native_multipath"] and not native:
-        module.fail_json(msg="native NVMe multipath is off on this host (nvme_core multipath=%s): put 'options "
-                             "nvme_core multipath=Y' in /etc/modprobe.d/ and reboot (or reload nvme_core with no "
-                             "NVMe device in use), or set require_native_multipath=false"
-                             % {None: "<nvme_core not loaded or built without CONFIG_NVME_MULTIPATH>",
-                                False: "N"}[native], **result)
-
-    subsystems = sysfs.subsystems(nqns)
-    missing = missing_subsystems(subsystems, nqns)
-    if missing:
-        module.fail_json(msg="not connected to %s: no /sys/class/nvme-subsystem entry has that NQN (connect it "
-                             "first with aiinfra.fabric.nvme_connect)" % ", ".join(missing), **result)
-
-    plan = plan_iopolicy(subsystems, iopolicy) if native else []
-    result["operations"] = ["%s iopolicy %s -> %s" % (name, current, wanted) for name, _nqn, current, wanted in plan]
-    before = dict((s["nqn"], s["iopolicy"]) for s in subsystems)
-    if plan and not module.check_mode:
-        for name, _nqn, _current, wanted in plan:
-            try:
-                sysfs.write_iopolicy(name, wanted)
-            except MultipathError as exc:
-                module.fail_json(msg=str(exc), **result)
-
-    started = time.time()
-    while True:
-        subsystems = sysfs.subsystems(nqns)
-        problems = path_shortfall(subsystems, params["min_live_paths"])
-        if not problems or time.time() - started >= params["wait_timeout"]:
-            break
-        time.sleep(0.5)
-    result["waited_s"] = round(time.time() - started, 1)
-    result["time_ms"] = int(time.time() * 1000)
-    if module.check_mode:
-        for subsystem in subsystems:
-            subsystem["iopolicy"] = dict((nqn, wanted) for _n, nqn, _c, wanted in plan).get(
-                subsystem["nqn"], subsystem["iopolicy"])
-    result.update(changed=bool(plan), subsystems=subsystems)
-    if module._diff:
-        result["diff"] = {"before": {"iopolicy": before},
-                          "after": {"iopolicy": dict((s["nqn"], s["iopolicy"]) for s in subsystems)}}
-    if problems:
-        module.fail_json(msg="after %ds: %s" % (params["wait_timeout"], "; ".join(problems)), **result)
+    result = dict(changed=False, kernel=release, operations=[], waited_s=0.0)
+    try:
+        native = native_multipath_check(sysfs, params["require_native_multipath"])
+        result.update(converge_multipath(sysfs, nqns, iopolicy, native, params["min_live_paths"],
+                                         params["wait_timeout"], module.check_mode, module._diff))
+    except MultipathFailure as exc:
+        result.update(exc.result)
+        module.fail_json(msg=exc.msg, **result)
     module.exit_json(**result)
 
 

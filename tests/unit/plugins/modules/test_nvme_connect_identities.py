@@ -7,6 +7,7 @@ are proven in the lab: benchmarks/nvme_many_initiators.sh)."""
 from __future__ import annotations
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.host import host_identity
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme import connect_run
 from ansible_collections.aiinfra.fabric.plugins.modules import nvme_connect
 from module_harness import run_main  # tests/unit/plugins/modules/module_harness.py
 
@@ -84,10 +85,10 @@ def run(monkeypatch, tmp_path, hostnqn):
 
     monkeypatch.setattr(nvme_connect, "FabricsSysfs", FakeSysfs)
     monkeypatch.setattr(nvme_connect, "NvmeCli", FakeCli)
-    monkeypatch.setattr(nvme_connect, "connect_through_kernel", fake_kernel_connect, raising=False)
-    monkeypatch.setattr(nvme_connect, "CONFIG_JSON", str(tmp_path / "config.json"))
-    monkeypatch.setattr(nvme_connect, "host_identity", lambda *a: host_identity(*a, etc=str(tmp_path)))
-    monkeypatch.setattr(nvme_connect, "wait_for_connection",
+    monkeypatch.setattr(connect_run, "connect_through_kernel", fake_kernel_connect, raising=False)
+    monkeypatch.setattr(connect_run, "CONFIG_JSON", str(tmp_path / "config.json"))
+    monkeypatch.setattr(connect_run, "host_identity", lambda *a: host_identity(*a, etc=str(tmp_path)))
+    monkeypatch.setattr(connect_run, "wait_for_connection",
                         lambda sysfs, desired, timeout: ([c for c in FakeSysfs.live if c["hostnqn"] == hostnqn], [], None))
     args = dict(transport="tcp", traddr="10.99.0.1", trsvcid="4439", nqn=NQN, hostnqn=hostnqn)
     return run_main(monkeypatch, nvme_connect, args), kernel
@@ -100,7 +101,7 @@ def test_second_identity_connects_through_the_kernel_and_reruns_change_nothing(m
     assert FakeCli.calls == [("nvme connect", FIRST, FIRST[-36:])] and kernel == []
     second, kernel = run(monkeypatch, tmp_path, SECOND)
     assert "failed" not in second, second
-    assert second["changed"] is True and second["operations"] == [nvme_connect.CONNECT_VIA_KERNEL]
+    assert second["changed"] is True and second["operations"] == [connect_run.CONNECT_VIA_KERNEL]
     assert kernel == [(SECOND, SECOND[-36:])]  # its own host ID, from its NQN
     assert [c["name"] for c in second["controllers"]] == ["nvme1"]
     for hostnqn in (FIRST, SECOND):

@@ -28,7 +28,8 @@ PLAYBOOK = """
       ansible.builtin.copy:
         content: "{{ {'do_mkfs': __nvmeof_initiator_do_mkfs | default(None),
                       'do_mount': __nvmeof_initiator_do_mount | default(None),
-                      'result': nvmeof_initiator_result | default(None)} | to_json }}"
+                      'result': nvmeof_initiator_result | default(None),
+                      'disconnect': __nvmeof_initiator_register_disconnect | default(None)} | to_json }}"
         dest: "{{ out_dir }}/{{ inventory_hostname }}.json"
         mode: "0600"
       check_mode: false
@@ -138,8 +139,9 @@ def test_teardown_works_from_the_record_not_its_variables(tmp_path):
     assert result["from_record"] is True
     assert result["connections"] == [conn]
     assert result["mount_points"] == [str(tmp_path / "mnt")]
-    assert "tcp 10.99.0.7:4420 nqn.2024-04.com.example:recorded" in out
-    assert "rdma" not in "".join(l for l in out.splitlines() if "Disconnect" in l or "item=" in l)
+    # The one disconnect task planned the recorded path (tcp), not the variables' transport (rdma).
+    disconnect = saved(tmp_path, "h1")["disconnect"]
+    assert [c["label"] for c in disconnect["connections"]] == ["nqn.2024-04.com.example:recorded tcp 10.99.0.7:4420"]
 
 
 def test_teardown_without_a_record_uses_the_variables(tmp_path):

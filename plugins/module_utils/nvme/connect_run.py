@@ -1,0 +1,270 @@
+# -*- coding: utf-8 -*-
+# Copyright: aiinfra.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One NVMe-oF connection converged: the body of nvme_connect, in two steps.
+
+:func:`prepare_connection` reads the host (sysfs, nvme-cli's abilities, the host
+identity) and plans; it raises :class:`ConnectFailure` for anything that would fail
+(an ability the host lacks, a disconnect of a namespace in use) and changes nothing.
+:func:`apply_connection` carries the plan out (or, in check mode, reports it). A
+module that converges several connections (nvme_connections) prepares every one
+before it applies the first, so a refusal anywhere changes nothing anywhere.
+
+nvme-cli's saved connections (config.json, or the INI drop-in) are read again when
+a connection is applied, not when it is prepared: connections applied one after
+another each add their own entry to what the one before wrote.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.cli import NvmeCliError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection import (
+    ValidationError, controller_drift, matching_controllers, other_identities_at_address, plan_connection,
+    public_controller,
+)
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.fabrics_dev import FABRICS_DEV, connect_through_kernel
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.host import (
+    host_identity, read_text, wait_for_connection, wait_gone, write_atomic,
+)
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.persist import (
+    AUTOCONNECT_DROPIN, CONFIG_JSON, DROPIN, NVME_ETC, UNIT_PATHS, config_has_port, config_with_port,
+    config_without_port, dump_config, parse_config, unit_context, unit_needs_condition_fix,
+)
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.persist_ini import (
+    dropin_has_port, dropin_is_empty, dropin_path, dropin_with_port, dropin_without_port, parse_dropin, render_dropin,
+)
+
+CONNECT_VIA_KERNEL = ("connect through %s (another host NQN of this machine is connected to this subsystem and "
+                      "address, which nvme-cli before 2.6 refuses as already connected)" % FABRICS_DEV)
+
+
+class ConnectFailure(Exception):
+    """A connection that cannot (or did not) converge: the message, and what fail_json shows with it."""
+
+    def __init__(self, msg, **details):
+        super(ConnectFailure, self).__init__(msg)
+        self.msg = msg
+        self.details = details
+
+
+def _saved_state(desired, hostnqn, hostid, state, persistent, saved_format):
+    """nvme-cli's saved connections as they are and as this connection wants them."""
+    config_text = read_text(CONFIG_JSON)
+    try:
+        config = parse_config(config_text, CONFIG_JSON)
+    except ValidationError as exc:
+        raise ConnectFailure(str(exc))
+    default_hostnqn = (read_text(os.path.join(NVME_ETC, "hostnqn")) or "").strip()
+    ini_path = dropin_path(hostnqn or default_hostnqn, default_hostnqn)
+    ini_text = read_text(ini_path)
+    try:
+        ini = parse_dropin(ini_text, ini_path)
+    except ValidationError as exc:
+        raise ConnectFailure(str(exc))
+    new_config, new_ini = config, ini
+    unit_text = next((t for t in (read_text(p) for p in UNIT_PATHS) if t), None) if saved_format else None
+    if saved_format == "json":
+        new_config = config_with_port(config, desired, hostnqn, hostid, unit_context(unit_text))
+    elif saved_format == "ini":
+        new_ini = dropin_with_port(ini, desired, hostnqn, hostid, default_hostnqn)
+    elif state == "disconnected":
+        # Removed from wherever this module wrote it (the entry holds secrets).
+        new_config = config_without_port(config, desired, hostnqn)
+        new_ini = dropin_without_port(ini, desired)
+    ops = []
+    if new_config != config:
+        ops.append("remove /etc/nvme/config.json" if not new_config and config_text is not None
+                   else "write /etc/nvme/config.json")
+    if new_ini != ini:
+        ops.append("%s %s" % ("remove" if dropin_is_empty(new_ini) else "write", ini_path))
+    dropin_needed = bool(state == "connected" and persistent and unit_needs_condition_fix(unit_text)
+                         and read_text(DROPIN) != AUTOCONNECT_DROPIN)
+    if dropin_needed:
+        ops.append("write %s" % DROPIN)
+    return dict(config_text=config_text, config=config, new_config=new_config, ini_path=ini_path, ini_text=ini_text,
+                ini=ini, new_ini=new_ini, ops=ops, dropin_needed=dropin_needed)
+
+
+def _persisted(config, ini, desired, hostnqn):
+    return bool((config_has_port(config, desired, hostnqn) if hostnqn else False) or dropin_has_port(ini, desired))
+
+
+def prepare_connection(params, desired, cli, sysfs, check_mode):
+    """Read and plan one connection (``desired`` from desired_from_params); change nothing.
+
+    Returns the plan as a dict for :func:`apply_connection`; raises ConnectFailure with
+    what the module would have failed with."""
+    state = params["state"]
+    tls_key_flag = "--tls_key"
+    if (desired["tls"] or desired["concat"] or desired["fast_io_fail_tmo"] is not None) and state == "connected":
+        # Read from nvme-cli's own help and the kernel's option list, not guessed from versions.
+        caps = cli.connect_capabilities()
+        missing = caps.missing(desired)
+        if missing:
+            raise ConnectFailure("cannot connect with tls=%s concat=%s fast_io_fail_tmo=%s on this host: %s" % (
+                desired["tls"], desired["concat"], desired["fast_io_fail_tmo"], "; ".join(missing)))
+        tls_key_flag = caps.tls_key_flag or tls_key_flag
+    # Where this nvme-cli keeps saved connections (config.json, or the INI nvme-fabrics.conf.d of
+    # releases that replaced it), from what it can do; only that format is written.
+    saved_format = cli.saved_connections_format() if params["persistent"] and state == "connected" else None
+    if saved_format == "json" and "config" not in cli.help_options("connect-all"):
+        # The boot-time connect (nvmf-autoconnect: nvme connect-all) must read the file this
+        # module writes; an nvme-cli whose connect-all takes no JSON --config does not.
+        raise ConnectFailure("persistent=true writes libnvme's JSON configuration (%s), but this nvme-cli's "
+                             "'connect-all --help' lists no --config option, so it would not read it at boot; "
+                             "nothing was changed" % CONFIG_JSON)
+    if state == "connected" and not sysfs.fabrics_device_present():
+        raise ConnectFailure("/dev/nvme-fabrics does not exist: the nvme-fabrics kernel module is not loaded "
+                             "(modprobe nvme-fabrics, and nvme-%s for transport=%s)"
+                             % (desired["transport"], desired["transport"]))
+
+    try:
+        hostnqn, hostid, identity_writes = host_identity(params, state, check_mode, cli.gen_hostnqn)
+    except ValidationError as exc:
+        raise ConnectFailure(str(exc))
+    desired = dict(desired, hostnqn=hostnqn, hostid=hostid)
+
+    all_controllers = sysfs.controllers()
+    controllers = matching_controllers(all_controllers, desired)
+    # nvme-cli before 2.6 refuses a second host identity at one address (fabrics_dev.py);
+    # the kernel does not, so that connect writes the kernel's fabrics device directly.
+    # TLS keys are looked up by nvme-cli, so a TLS connect always goes through it.
+    via_kernel = (state == "connected" and not (desired["tls"] or desired["concat"])
+                  and bool(other_identities_at_address(all_controllers, desired)))
+    drifts = {}
+    if state == "connected":
+        cpus = sysfs.online_cpus()
+        for ctrl in controllers:
+            found = controller_drift(ctrl, sysfs.read_secrets(ctrl["name"]), desired, cpus)
+            if found:
+                drifts[ctrl["name"]] = found
+    devices_before = sysfs.devices_of(controllers)
+    usage = sysfs.usage([d["name"] for d in devices_before]) if controllers else []
+    ops, refusal = plan_connection(controllers, drifts, desired, state, params["reconnect"], params["force"], usage)
+    if refusal:
+        raise ConnectFailure(refusal, controllers=[public_controller(c) for c in controllers],
+                             devices=devices_before, usage=usage)
+    saved = _saved_state(desired, hostnqn, hostid, state, params["persistent"], saved_format)
+
+    operations = ["%s %s" % op if op[1] else op[0] for op in ops]
+    if via_kernel:
+        operations = [CONNECT_VIA_KERNEL if item == "connect" else item for item in operations]
+    operations = ["write /etc/nvme/%s" % item[0] for item in identity_writes] + operations + saved["ops"]
+    warnings = []
+    if drifts and not params["reconnect"]:
+        warnings.append("live connection differs from the requested settings (%s); set reconnect=true to "
+                        "disconnect and connect again" % "; ".join(
+                            "%s: %s" % (n, ", ".join(sorted(d))) for n, d in sorted(drifts.items())))
+    return dict(desired=desired, state=state, tls_key_flag=tls_key_flag, saved_format=saved_format,
+                identity_writes=identity_writes, controllers=controllers, drifts=drifts, ops=ops,
+                via_kernel=via_kernel, devices_before=devices_before, saved=saved, operations=operations,
+                warnings=warnings, before={
+                    "state": "connected" if controllers else "disconnected",
+                    "controllers": [c["name"] for c in controllers],
+                    "devices": [d["path"] for d in devices_before],
+                    "persistent": _persisted(saved["config"], saved["ini"], desired, hostnqn),
+                })
+
+
+def _check_result(plan, sysfs, diff):
+    """What a check-mode run returns: the plan, and the state it would leave."""
+    desired, ops, saved = plan["desired"], plan["ops"], plan["saved"]
+    after_ctrls = [] if any(op[0] == "disconnect" for op in ops) else plan["controllers"]
+    persistent = _persisted(saved["new_config"], saved["new_ini"], desired, desired["hostnqn"])
+    result = dict(changed=bool(plan["operations"]), operations=plan["operations"],
+                  controllers=[public_controller(c) for c in after_ctrls],
+                  devices=sysfs.devices_of(after_ctrls), persistent=persistent)
+    if plan["drifts"]:
+        result["drift"] = plan["drifts"]
+    if diff:
+        result["diff"] = {"before": plan["before"], "after": {
+            "state": plan["state"],
+            "controllers": [c["name"] for c in after_ctrls] + (["(new)"] if ("connect", None) in ops else []),
+            "devices": [d["path"] for d in result["devices"]],
+            "persistent": persistent,
+        }}
+    return result
+
+
+def _write_saved(module, desired, hostnqn, hostid, state, persistent, saved_format):
+    """Write nvme-cli's saved connections as this connection wants them, read afresh.
+    Returns whether the connection is saved afterwards."""
+    saved = _saved_state(desired, hostnqn, hostid, state, persistent, saved_format)
+    if saved["new_config"] != saved["config"]:
+        if not saved["new_config"] and saved["config_text"] is not None:
+            os.unlink(CONFIG_JSON)
+        else:
+            write_atomic(module, CONFIG_JSON, dump_config(saved["new_config"]), 0o600)
+    if saved["new_ini"] != saved["ini"]:
+        if dropin_is_empty(saved["new_ini"]):
+            if saved["ini_text"] is not None:
+                os.unlink(saved["ini_path"])
+        else:
+            write_atomic(module, saved["ini_path"], render_dropin(saved["new_ini"]), 0o600)
+    if saved["dropin_needed"]:
+        write_atomic(module, DROPIN, AUTOCONNECT_DROPIN, 0o644)
+        systemctl = module.get_bin_path("systemctl", required=True)
+        rc, out, err = module.run_command([systemctl, "daemon-reload"], environ_update={"LC_ALL": "C"})
+        if rc != 0:
+            raise ConnectFailure("systemctl daemon-reload failed after writing %s" % DROPIN, rc=rc, stdout=out,
+                                 stderr=err)
+    return _persisted(saved["new_config"], saved["new_ini"], desired, hostnqn)
+
+
+def apply_connection(module, params, plan, cli, sysfs):
+    """Carry out a plan from :func:`prepare_connection` (in check mode: only report it).
+
+    Returns (result, warnings); raises ConnectFailure when the host refuses."""
+    warnings = list(plan["warnings"])
+    if module.check_mode:
+        return _check_result(plan, sysfs, module._diff), warnings
+    desired, ops = plan["desired"], plan["ops"]
+    hostnqn, hostid = desired["hostnqn"], desired["hostid"]
+    try:
+        for name, value in plan["identity_writes"]:
+            write_atomic(module, os.path.join(NVME_ETC, name), value + "\n", 0o644)
+        for op, name in ops:
+            if op == "disconnect":
+                cli.disconnect(name)
+            else:
+                wait_gone(sysfs, desired, params["wait_timeout"])
+                if plan["via_kernel"]:
+                    connect_through_kernel(desired)
+                else:
+                    cli.connect(desired, plan["tls_key_flag"])
+    except NvmeCliError as exc:
+        details = exc.details()
+        msg = exc.msg
+        if exc.kind == "command" and not sysfs.transport_module_loaded(desired["transport"]):
+            details["error_kind"] = "transport_module"
+            msg = ("nvme connect failed and the nvme-%s kernel module is not loaded (no /sys/module/nvme_%s): "
+                   "install/load it. nvme-cli said: %s" % (desired["transport"], desired["transport"],
+                                                           (exc.stderr or exc.stdout).strip()))
+        raise ConnectFailure(msg, **details)
+
+    if ("connect", None) in ops:
+        controllers, devices, wait_warning = wait_for_connection(sysfs, desired, params["wait_timeout"])
+        if wait_warning:
+            if not controllers or any(c.get("state") != "live" for c in controllers):
+                raise ConnectFailure(wait_warning, controllers=[public_controller(c) for c in controllers])
+            warnings.append(wait_warning)
+    else:
+        controllers = matching_controllers(sysfs.controllers(), desired)
+        devices = sysfs.devices_of(controllers)
+
+    persisted_after = _write_saved(module, desired, hostnqn, hostid, plan["state"], params["persistent"],
+                                   plan["saved_format"])
+    result = dict(changed=bool(plan["operations"]), operations=plan["operations"],
+                  controllers=[public_controller(c) for c in controllers], devices=devices, persistent=persisted_after)
+    if plan["drifts"]:
+        result["drift"] = plan["drifts"]
+    if module._diff:
+        result["diff"] = {"before": plan["before"], "after": {
+            "state": "connected" if controllers else "disconnected",
+            "controllers": [c["name"] for c in controllers],
+            "devices": [d["path"] for d in devices],
+            "persistent": persisted_after,
+        }}
+    return result, warnings
