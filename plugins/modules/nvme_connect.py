@@ -346,7 +346,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.cli import NvmeCli
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connect_run import (
-    ConnectFailure, apply_connection, prepare_connection,
+    ConnectFailure, apply_connection, connection_settings_spec, prepare_connection,
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection import ValidationError, desired_from_params
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.sysfs import FabricsSysfs
@@ -364,23 +364,8 @@ def main():
             hostnqn=dict(type="str"),
             hostid=dict(type="str"),
             generate_host_identity=dict(type="bool", default=False),
-            state=dict(type="str", default="connected", choices=["connected", "disconnected"]),
-            ctrl_loss_tmo=dict(type="int"),
-            reconnect_delay=dict(type="int"),
-            keep_alive_tmo=dict(type="int"),
-            fast_io_fail_tmo=dict(type="int"),
-            nr_io_queues=dict(type="int"),
-            queue_size=dict(type="int"),
-            dhchap_secret=dict(type="str", no_log=True),
-            dhchap_ctrl_secret=dict(type="str", no_log=True),
             tls=dict(type="bool", default=False),
-            tls_key=dict(type="str", no_log=True),
-            keyring=dict(type="str", no_log=False),
-            concat=dict(type="bool", default=False),
-            persistent=dict(type="bool", default=False),
-            reconnect=dict(type="bool", default=False),
-            force=dict(type="bool", default=False),
-            wait_timeout=dict(type="int", default=30),
+            **connection_settings_spec()
         ),
         supports_check_mode=True,
     )

@@ -271,7 +271,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.cli import NvmeCli
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connect_run import (
-    ConnectFailure, apply_connection, prepare_connection,
+    ConnectFailure, apply_connection, connection_settings_spec, prepare_connection,
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connections import (
     connections_from_params, host_result, path_label,
@@ -304,23 +304,8 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             subsystems=dict(type="list", elements="dict", required=True, options=SUBSYSTEM_SPEC),
-            state=dict(type="str", default="connected", choices=["connected", "disconnected"]),
-            ctrl_loss_tmo=dict(type="int"),
-            reconnect_delay=dict(type="int"),
-            keep_alive_tmo=dict(type="int"),
-            fast_io_fail_tmo=dict(type="int"),
-            nr_io_queues=dict(type="int"),
-            queue_size=dict(type="int"),
-            dhchap_secret=dict(type="str", no_log=True),
-            dhchap_ctrl_secret=dict(type="str", no_log=True),
-            tls_key=dict(type="str", no_log=True),
-            keyring=dict(type="str", no_log=False),
-            concat=dict(type="bool", default=False),
-            persistent=dict(type="bool", default=False),
-            reconnect=dict(type="bool", default=False),
-            force=dict(type="bool", default=False),
             require_native_multipath=dict(type="bool", default=True),
-            wait_timeout=dict(type="int", default=30),
+            **connection_settings_spec()
         ),
         supports_check_mode=True,
     )

@@ -40,6 +40,30 @@ CONNECT_VIA_KERNEL = ("connect through %s (another host NQN of this machine is c
                       "address, which nvme-cli before 2.6 refuses as already connected)" % FABRICS_DEV)
 
 
+def connection_settings_spec():
+    """The argument_spec entries of what every connection is made with (the state, timeouts,
+    queues, secrets, TLS key, saving, guards): nvme_connect and nvme_connections take them
+    alike, the latter once for all its paths."""
+    return dict(
+        state=dict(type="str", default="connected", choices=["connected", "disconnected"]),
+        ctrl_loss_tmo=dict(type="int"),
+        reconnect_delay=dict(type="int"),
+        keep_alive_tmo=dict(type="int"),
+        fast_io_fail_tmo=dict(type="int"),
+        nr_io_queues=dict(type="int"),
+        queue_size=dict(type="int"),
+        dhchap_secret=dict(type="str", no_log=True),
+        dhchap_ctrl_secret=dict(type="str", no_log=True),
+        tls_key=dict(type="str", no_log=True),
+        keyring=dict(type="str", no_log=False),
+        concat=dict(type="bool", default=False),
+        persistent=dict(type="bool", default=False),
+        reconnect=dict(type="bool", default=False),
+        force=dict(type="bool", default=False),
+        wait_timeout=dict(type="int", default=30),
+    )
+
+
 class ConnectFailure(Exception):
     """A connection that cannot (or did not) converge: the message, and what fail_json shows with it."""
 
