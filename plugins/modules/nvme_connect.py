@@ -348,24 +348,19 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.cli import Nvm
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connect_run import (
     ConnectFailure, apply_connection, connection_settings_spec, prepare_connection,
 )
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection import ValidationError, desired_from_params
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection import (
+    ValidationError, address_spec, desired_from_params,
+)
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.sysfs import FabricsSysfs
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            transport=dict(type="str", required=True, choices=["tcp", "rdma", "fc", "loop"]),
-            traddr=dict(type="str"),
-            trsvcid=dict(type="str", default="4420"),
             nqn=dict(type="str", required=True),
-            host_traddr=dict(type="str"),
-            host_iface=dict(type="str"),
-            hostnqn=dict(type="str"),
-            hostid=dict(type="str"),
             generate_host_identity=dict(type="bool", default=False),
             tls=dict(type="bool", default=False),
-            **connection_settings_spec()
+            **dict(address_spec(), **connection_settings_spec())
         ),
         supports_check_mode=True,
     )

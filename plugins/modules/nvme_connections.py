@@ -273,6 +273,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.cli import Nvm
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connect_run import (
     ConnectFailure, apply_connection, connection_settings_spec, prepare_connection,
 )
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection import address_spec
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connections import (
     connections_from_params, host_result, path_label,
 )
@@ -282,18 +283,9 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.multipath_run 
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.sysfs import FabricsSysfs
 
-PATH_SPEC = dict(
-    transport=dict(type="str", required=True, choices=["tcp", "rdma", "fc", "loop"]),
-    traddr=dict(type="str"),
-    trsvcid=dict(type="str", default="4420"),
-    host_traddr=dict(type="str"),
-    host_iface=dict(type="str"),
-    hostnqn=dict(type="str"),
-    hostid=dict(type="str"),
-)
 SUBSYSTEM_SPEC = dict(
     nqn=dict(type="str", required=True),
-    paths=dict(type="list", elements="dict", required=True, options=PATH_SPEC),
+    paths=dict(type="list", elements="dict", required=True, options=address_spec()),
     tls=dict(type="bool", default=False),
     iopolicy=dict(type="str", choices=["numa", "round-robin", "queue-depth"]),
     min_live_paths=dict(type="int"),

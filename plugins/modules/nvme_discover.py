@@ -123,7 +123,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.cli import NvmeCli, NvmeCliError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection import (
-    ValidationError, validate_nqn, validate_port, validate_secret,
+    ValidationError, address_spec, validate_nqn, validate_port, validate_secret,
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.sysfs import FabricsSysfs
 
@@ -158,14 +158,8 @@ def validated(params):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            transport=dict(type="str", required=True, choices=["tcp", "rdma", "fc", "loop"]),
-            traddr=dict(type="str"),
-            trsvcid=dict(type="str", default="4420"),
-            host_traddr=dict(type="str"),
-            host_iface=dict(type="str"),
-            hostnqn=dict(type="str"),
-            hostid=dict(type="str"),
             dhchap_secret=dict(type="str", no_log=True),
+            **address_spec()
         ),
         supports_check_mode=True,
     )

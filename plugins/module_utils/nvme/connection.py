@@ -33,6 +33,21 @@ TUNABLES = ("ctrl_loss_tmo", "reconnect_delay", "keep_alive_tmo", "fast_io_fail_
 DEFAULT_RECONNECT_DELAY = 10
 
 
+def address_spec():
+    """The argument_spec entries of where a host reaches a target from and as whom (transport,
+    target address and port, host address or interface, host NQN and ID): nvme_connect and
+    nvme_discover take them at the top level, nvme_connections per path."""
+    return dict(
+        transport=dict(type="str", required=True, choices=list(TRANSPORTS)),
+        traddr=dict(type="str"),
+        trsvcid=dict(type="str", default="4420"),
+        host_traddr=dict(type="str"),
+        host_iface=dict(type="str"),
+        hostnqn=dict(type="str"),
+        hostid=dict(type="str"),
+    )
+
+
 class ValidationError(ValueError):
     pass
 
