@@ -19,6 +19,9 @@ description:
   - Every path is validated and planned before the first one is changed - a bad entry anywhere, a missing nvme-cli
     ability, or a disconnect of a namespace in use is reported (every error at once, each named by its place such as
     C(subsystems[1].paths[0].traddr)) and nothing is changed.
+  - The host's controllers are read once for the whole plan, and once again to report the paths already in place. The
+    new connections are made one after the other and then waited for together (until each is live and its namespace
+    devices exist), so 32 new paths wait about as long as one.
   - With O(state=connected), once a subsystem's paths are connected its I/O policy is set (native multipath) and the
     module waits until each of its head devices has O(subsystems[].min_live_paths) usable paths, as
     M(aiinfra.fabric.nvme_multipath) does.
@@ -271,7 +274,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.cli import NvmeCli
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connect_run import (
-    ConnectFailure, apply_connection, connection_settings_spec, prepare_connection,
+    ConnectFailure, apply_connections, connection_settings_spec, prepare_connection,
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection import address_spec
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connections import (
@@ -308,8 +311,10 @@ def main():
         module.fail_json(msg="%d error(s) in the input, nothing was changed: %s" % (len(errors), "; ".join(errors)),
                          errors=errors)
 
-    # Read and plan every path (and the multipath setting) before the first change.
+    # Read and plan every path (and the multipath setting) before the first change, from
+    # one read of the host's controllers: nothing changes until the first connect.
     sysfs = FabricsSysfs()
+    sysfs.hold()
     mp_sysfs = MultipathSysfs()
     cli = NvmeCli(module)
     result = dict(changed=False, connections=[], operations=[], waited_s=0.0)
@@ -332,13 +337,8 @@ def main():
 
     warnings = []
     pending = {}
-    for where, conn, plan in plans:
-        try:
-            one, one_warnings = apply_connection(module, conn, plan, cli, sysfs)
-        except ConnectFailure as exc:
-            result.update(host_result(result["connections"], None))
-            module.fail_json(msg="%s (%s): %s" % (where, path_label(plan["desired"]), exc.msg),
-                             **dict(exc.details, **result))
+    done, failure = apply_connections(module, plans, cli, sysfs, params["wait_timeout"])
+    for where, conn, plan, one, one_warnings in done:
         label = path_label(plan["desired"])
         warnings.extend("%s: %s" % (label, w) for w in one_warnings)
         result["connections"].append(dict(one, where=where, label=label, nqn=conn["nqn"], transport=conn["transport"],
@@ -347,6 +347,11 @@ def main():
         result["operations"].extend("%s: %s" % (label, op) for op in one["operations"])
         if any(op[0] == "connect" for op in plan["ops"]):
             pending[conn["nqn"]] = True
+    if failure:
+        where, plan, exc = failure
+        result.update(host_result(result["connections"], None))
+        module.fail_json(msg="%s (%s): %s" % (where, path_label(plan["desired"]), exc.msg),
+                         **dict(exc.details, **result))
 
     mp_results = []
     if connected:

@@ -313,6 +313,8 @@ class NvmeCli(object):
         self.kmsg_path = kmsg_path
         self._version = None
         self._caps = None
+        self._help = {}
+        self._saved_format = None
 
     def run(self, argv, check=True, data=None):
         rc, out, err = self.module.run_command(argv, environ_update=NVME_ENV, data=data)
@@ -341,14 +343,21 @@ class NvmeCli(object):
         return self._caps
 
     def help_options(self, command):
-        """The long options ``nvme <command> --help`` lists (empty when it fails)."""
-        rc, out, err = self.run([self.nvme, command, "--help"], check=False)
-        return parse_long_options((out or "") + "\n" + (err or ""))
+        """The long options ``nvme <command> --help`` lists (empty when it fails); asked
+        once per command and module run (each nvme start is 0.1-0.4 s on a slow host, and a
+        module that converges many connections asks for every one)."""
+        if command not in self._help:
+            rc, out, err = self.run([self.nvme, command, "--help"], check=False)
+            self._help[command] = parse_long_options((out or "") + "\n" + (err or ""))
+        return self._help[command]
 
     def saved_connections_format(self):
-        """"ini" when this nvme-cli reads /etc/nvme/nvme-fabrics.conf(.d), "json" for config.json."""
-        rc, out, err = self.run([self.nvme, "config-convert", "--help"], check=False)
-        return saved_connections_format(rc, (out or "") + "\n" + (err or ""))
+        """"ini" when this nvme-cli reads /etc/nvme/nvme-fabrics.conf(.d), "json" for
+        config.json; asked once per module run."""
+        if self._saved_format is None:
+            rc, out, err = self.run([self.nvme, "config-convert", "--help"], check=False)
+            self._saved_format = saved_connections_format(rc, (out or "") + "\n" + (err or ""))
+        return self._saved_format
 
     def gen_hostnqn(self):
         return self.run([self.nvme, "gen-hostnqn"])[1].strip()

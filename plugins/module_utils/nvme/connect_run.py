@@ -21,12 +21,12 @@ import os
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.cli import NvmeCliError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection import (
-    ValidationError, controller_drift, matching_controllers, other_identities_at_address, plan_connection,
-    public_controller,
+    ValidationError, controller_drift, controller_matches, matching_controllers, other_identities_at_address,
+    plan_connection, public_controller,
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.fabrics_dev import FABRICS_DEV, connect_through_kernel
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.host import (
-    host_identity, read_text, wait_for_connection, wait_gone, write_atomic,
+    host_identity, read_text, wait_for_connection, wait_for_connections, wait_gone, write_atomic,
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.persist import (
     AUTOCONNECT_DROPIN, CONFIG_JSON, DROPIN, NVME_ETC, UNIT_PATHS, config_has_port, config_with_port,
@@ -150,7 +150,10 @@ def prepare_connection(params, desired, cli, sysfs, check_mode):
         raise ConnectFailure(str(exc))
     desired = dict(desired, hostnqn=hostnqn, hostid=hostid)
 
-    all_controllers = sysfs.controllers()
+    # Only this subsystem's controllers matter here (this connection's, and other host
+    # identities' at its address); those of other subsystems are not read in full.
+    all_controllers = sysfs.controllers(match=lambda c: c.get("transport") == desired["transport"]
+                                        and c.get("subsysnqn") == desired["nqn"])
     controllers = matching_controllers(all_controllers, desired)
     # nvme-cli before 2.6 refuses a second host identity at one address (fabrics_dev.py);
     # the kernel does not, so that connect writes the kernel's fabrics device directly.
@@ -241,11 +244,19 @@ def apply_connection(module, params, plan, cli, sysfs):
     """Carry out a plan from :func:`prepare_connection` (in check mode: only report it).
 
     Returns (result, warnings); raises ConnectFailure when the host refuses."""
-    warnings = list(plan["warnings"])
     if module.check_mode:
-        return _check_result(plan, sysfs, module._diff), warnings
+        return _check_result(plan, sysfs, module._diff), list(plan["warnings"])
+    start_connection(module, params, plan, cli, sysfs)
+    waited = None
+    if ("connect", None) in plan["ops"]:
+        waited = wait_for_connection(sysfs, plan["desired"], params["wait_timeout"])
+    return finish_connection(module, params, plan, sysfs, waited)
+
+
+def start_connection(module, params, plan, cli, sysfs):
+    """The changes of a plan: identity files, disconnect, connect (nvme connect returns once
+    the controller is live; its namespaces appear after). Raises ConnectFailure."""
     desired, ops = plan["desired"], plan["ops"]
-    hostnqn, hostid = desired["hostnqn"], desired["hostid"]
     try:
         for name, value in plan["identity_writes"]:
             write_atomic(module, os.path.join(NVME_ETC, name), value + "\n", 0o644)
@@ -268,14 +279,23 @@ def apply_connection(module, params, plan, cli, sysfs):
                                                            (exc.stderr or exc.stdout).strip()))
         raise ConnectFailure(msg, **details)
 
-    if ("connect", None) in ops:
-        controllers, devices, wait_warning = wait_for_connection(sysfs, desired, params["wait_timeout"])
+
+def finish_connection(module, params, plan, sysfs, waited):
+    """After :func:`start_connection` (and, for a connect, ``waited``: what
+    wait_for_connection(s) returned for it): the saved connections, and the result.
+
+    Returns (result, warnings); raises ConnectFailure when the connection did not come up."""
+    warnings = list(plan["warnings"])
+    desired = plan["desired"]
+    hostnqn, hostid = desired["hostnqn"], desired["hostid"]
+    if waited is not None:
+        controllers, devices, wait_warning = waited
         if wait_warning:
             if not controllers or any(c.get("state") != "live" for c in controllers):
                 raise ConnectFailure(wait_warning, controllers=[public_controller(c) for c in controllers])
             warnings.append(wait_warning)
     else:
-        controllers = matching_controllers(sysfs.controllers(), desired)
+        controllers = sysfs.controllers(match=lambda c: controller_matches(c, desired))
         devices = sysfs.devices_of(controllers)
 
     persisted_after = _write_saved(module, desired, hostnqn, hostid, plan["state"], params["persistent"],
@@ -292,3 +312,44 @@ def apply_connection(module, params, plan, cli, sysfs):
             "persistent": persisted_after,
         }}
     return result, warnings
+
+
+def apply_connections(module, plans, cli, sysfs, wait_timeout):
+    """:func:`apply_connection` for each (where, params, plan) of one host: every change
+    first, one path after the other, then one wait for all the new connections together
+    (a sysfs read and a sleep a round for all of them, not for each in turn), then each
+    path's saved connections and result, in order.
+
+    Returns (done, failure): done holds (where, params, plan, result, warnings) for each
+    path carried out; failure is (where, plan, ConnectFailure) for the first path, in
+    order, that failed, else None. A path after a failed change is not touched."""
+    if module.check_mode:
+        return [(where, params, plan) + apply_connection(module, params, plan, cli, sysfs)
+                for where, params, plan in plans], None
+    started, failures = [], []
+    for where, params, plan in plans:
+        if plan["ops"]:
+            sysfs.release()  # what sysfs shows changes from here; the waits poll it
+        try:
+            start_connection(module, params, plan, cli, sysfs)
+        except ConnectFailure as exc:
+            failures.append((len(started), where, plan, exc))
+            break
+        started.append((where, params, plan))
+    connecting = [i for i, (_, _, plan) in enumerate(started) if ("connect", None) in plan["ops"]]
+    waited = {}
+    if any(plan["ops"] for _, _, plan in started) or failures:
+        sysfs.release()
+        waits = wait_for_connections(sysfs, [started[i][2]["desired"] for i in connecting], wait_timeout)
+        waited = dict(zip(connecting, waits))
+        sysfs.hold()  # the paths that were in place report from one read made after the changes
+    done = []
+    for i, (where, params, plan) in enumerate(started):
+        try:
+            result, warnings = finish_connection(module, params, plan, sysfs, waited.get(i))
+        except ConnectFailure as exc:
+            failures.append((i, where, plan, exc))
+            continue
+        done.append((where, params, plan, result, warnings))
+    failure = min(failures, key=lambda f: f[0])[1:] if failures else None
+    return done, failure

@@ -13,7 +13,7 @@ import time
 import uuid
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection import (
-    ValidationError, matching_controllers,
+    ValidationError, controller_matches,
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.persist import NVME_ETC
 
@@ -99,8 +99,8 @@ def wait_gone(sysfs, desired, timeout):
     connecting again before it is gone would be refused as a duplicate."""
     deadline = time.time() + max(timeout, 5)
     while time.time() < deadline:
-        if not any(c.get("transport") == desired["transport"] and c.get("subsysnqn") == desired["nqn"]
-                   and c.get("state") == "deleting" for c in sysfs.controllers()):
+        if not sysfs.controllers(match=lambda c: c.get("transport") == desired["transport"]
+                                 and c.get("subsysnqn") == desired["nqn"] and c.get("state") == "deleting"):
             return
         time.sleep(0.2)
 
@@ -109,20 +109,41 @@ def wait_for_connection(sysfs, desired, timeout):
     """Poll sysfs until the controller is live and its namespaces have block devices
     whose /dev nodes exist, and the set stopped growing. Returns (controllers, devices,
     warning or None)."""
+    return wait_for_connections(sysfs, [desired], timeout)[0]
+
+
+def wait_for_connections(sysfs, wanted, timeout):
+    """wait_for_connection for several new connections at once: each round reads sysfs
+    once for all of them and sleeps once, so n connections made one after the other wait
+    about as long as one (each needs two rounds in a row that find the same devices).
+    Returns one (controllers, devices, warning or None) per entry of ``wanted``."""
+    if not wanted:
+        return []
     deadline = time.time() + timeout
-    last = None
+    last = [None] * len(wanted)
+    seen = [([], [], False)] * len(wanted)
+    done = [None] * len(wanted)
     while True:
-        controllers = matching_controllers(sysfs.controllers(), desired)
-        devices = sysfs.devices_of(controllers)
-        live = controllers and all(c.get("state") == "live" for c in controllers)
-        ready = [d for d in devices if os.path.exists(d["path"])]
-        names = [d["name"] for d in ready]
-        if live and ready and len(ready) == len(devices) and names == last:
-            return controllers, ready, None
-        last = names if live and ready else None
-        if time.time() >= deadline:
+        pending = [i for i, d in enumerate(done) if d is None]
+        found = sysfs.controllers(match=lambda c: any(controller_matches(c, wanted[i]) for i in pending))
+        for i in pending:
+            controllers = [c for c in found if controller_matches(c, wanted[i])]
+            devices = sysfs.devices_of(controllers)
+            live = bool(controllers) and all(c.get("state") == "live" for c in controllers)
+            ready = [d for d in devices if os.path.exists(d["path"])]
+            names = [d["name"] for d in ready]
+            if live and ready and len(ready) == len(devices) and names == last[i]:
+                done[i] = (controllers, ready, None)
+                continue
+            last[i] = names if live and ready else None
+            seen[i] = (controllers, devices, live)
+        if all(d is not None for d in done) or time.time() >= deadline:
             break
         time.sleep(0.5)
+    return [d if d is not None else _not_ready(*seen[i], timeout=timeout) for i, d in enumerate(done)]
+
+
+def _not_ready(controllers, devices, live, timeout):
     if not controllers:
         return controllers, devices, "nvme connect succeeded but no matching controller appeared in sysfs within %ds" % timeout
     if not live:

@@ -266,3 +266,13 @@ def test_connect_argv_fast_io_fail_tmo_uses_nvme_clis_spelling():
     assert "--fast_io_fail_tmo=2" in argv and "--keep-alive-tmo=3" in argv
     with open(os.path.join(FIXTURES, "connect-help-nvme-cli-2.13.txt")) as handle:
         assert "--fast_io_fail_tmo=<NUM>" in handle.read()
+
+
+def test_help_and_the_saved_format_are_asked_once_per_run(tmp_path):
+    # A module converging many connections asks for every one; nvme-cli starts once.
+    module = FakeModule([(0, "Usage: nvme config-convert [OPTIONS]\n", ""),
+                         (0, "  [  --config=<FILE>  ]\n  [  --verbose  ]\n", "")])
+    cli = NvmeCli(module, kmsg_path=str(tmp_path / "no-kmsg"))
+    assert [cli.saved_connections_format() for _ in range(3)] == ["ini"] * 3
+    assert all("config" in cli.help_options("connect-all") for _ in range(3))
+    assert [argv[1:] for argv, _ in module.calls] == [["config-convert", "--help"], ["connect-all", "--help"]]

@@ -340,3 +340,47 @@ def test_the_autoconnect_context_of_nvme_cli_2_13_is_written_as_the_application(
     config = config_with_port([], desired, HOSTNQN, None, "autoconnect")
     assert [s.get("application") for s in config[0]["subsystems"]] == ["autoconnect", "autoconnect"]
     assert "application" not in config_with_port([], desired, HOSTNQN, None)[0]["subsystems"][0]
+
+
+class PollSysfs(object):
+    """FAKE FabricsSysfs for the waits: controllers appear live; their block devices are
+    files under ``dev`` (created by the test); every controllers() call is counted."""
+
+    def __init__(self, ctrls, dev):
+        self.ctrls, self.dev, self.reads = ctrls, dev, 0
+
+    def controllers(self, match=None):
+        self.reads += 1
+        return [dict(c) for c in self.ctrls if match is None or match(c)]
+
+    def devices_of(self, controllers):
+        return [dict(name=n, path=str(self.dev / n)) for c in controllers for n in c["namespaces"]]
+
+
+def test_new_connections_are_waited_for_together(tmp_path, monkeypatch):
+    from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme import host
+    sleeps = []
+    monkeypatch.setattr(host.time, "sleep", sleeps.append)
+    ids = ["nqn.2014-08.org.nvmexpress:uuid:00000000-0000-4000-8000-%012d" % i for i in range(3)]
+    ctrls = [ctrl("nvme%d" % i, hostnqn=h, namespaces=["nvme%dn1" % i]) for i, h in enumerate(ids)]
+    for c in ctrls:
+        (tmp_path / c["namespaces"][0]).write_text("")
+    sysfs = PollSysfs(ctrls, tmp_path)
+    wanted = [desired_from_params(params(hostnqn=h)) for h in ids]
+    out = host.wait_for_connections(sysfs, wanted, 30)
+    # Two rounds that see the same devices, each one read of sysfs for all three.
+    assert [(([c["name"] for c in cs]), [d["name"] for d in ds], w) for cs, ds, w in out] == [
+        (["nvme%d" % i], ["nvme%dn1" % i], None) for i in range(3)]
+    assert sysfs.reads == 2 and sleeps == [0.5]
+
+
+def test_a_connection_without_its_device_is_reported_after_the_timeout(tmp_path, monkeypatch):
+    from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme import host
+    monkeypatch.setattr(host.time, "sleep", lambda s: None)
+    ids = ["nqn.2014-08.org.nvmexpress:uuid:00000000-0000-4000-8000-%012d" % i for i in range(2)]
+    ctrls = [ctrl("nvme%d" % i, hostnqn=h, namespaces=["nvme%dn1" % i]) for i, h in enumerate(ids)]
+    (tmp_path / "nvme0n1").write_text("")  # nvme1n1 never appears
+    out = host.wait_for_connections(PollSysfs(ctrls, tmp_path), [desired_from_params(params(hostnqn=h)) for h in ids], 0)
+    assert [d["name"] for d in out[0][1]] == ["nvme0n1"]
+    assert out[1][2] == "controller nvme1 is live but no namespace block device appeared within 0s"
+    assert host.wait_for_connections(PollSysfs(ctrls, tmp_path), [], 30) == []

@@ -158,3 +158,29 @@ def test_tls_is_read_from_the_tls_key_attribute(tmp_path):
     assert [c["tls"] for c in sysfs.controllers()] == [False, False]
     write(tmp_path, "sys/class/nvme-fabrics/ctl/nvme0/tls_key", "2d57d9e8\n")
     assert sysfs.read_controller("nvme0")["tls"] is True
+
+
+def test_a_match_reads_the_other_controllers_identity_only(tmp_path, monkeypatch):
+    from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme import sysfs as sysfs_mod
+    sysfs = build_tree(tmp_path)
+    whole = sysfs.controllers()
+    read = []
+    real_read = sysfs_mod._read
+    monkeypatch.setattr(sysfs_mod, "_read", lambda path: read.append(path) or real_read(path))
+    rdma = sysfs.controllers(match=lambda c: c["transport"] == "rdma")
+    assert rdma == [whole[1]]  # the full controller, as without a match
+    nvme0 = sorted(os.path.basename(p) for p in read if "/ctl/nvme0/" in p)
+    assert nvme0 == sorted(sysfs_mod.IDENTITY_ATTRIBUTES)
+    assert any(p.endswith("/ctl/nvme1/cntlid") for p in read)
+
+
+def test_held_controllers_are_read_once_until_released(tmp_path):
+    sysfs = build_tree(tmp_path)
+    sysfs.hold()
+    before = sysfs.controllers()
+    write(tmp_path, "sys/class/nvme-fabrics/ctl/nvme0/state", "deleting\n")
+    # Held: the same read answers every call, with or without a match.
+    assert sysfs.controllers() == before
+    assert [c["name"] for c in sysfs.controllers(match=lambda c: c["state"] == "live")] == ["nvme0", "nvme1"]
+    sysfs.release()
+    assert [c["state"] for c in sysfs.controllers()] == ["deleting", "live"]

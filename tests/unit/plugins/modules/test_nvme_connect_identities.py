@@ -31,8 +31,8 @@ class FakeSysfs(object):
     def __init__(self, *a, **kw):
         pass
 
-    def controllers(self):
-        return list(FakeSysfs.live)
+    def controllers(self, match=None):
+        return [c for c in FakeSysfs.live if match is None or match(c)]
 
     def read_secrets(self, name):
         return {}

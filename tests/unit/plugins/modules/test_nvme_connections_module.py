@@ -22,12 +22,29 @@ class FakeSysfs(object):
 
     live = []
     in_use = {}
+    reads = 0
+    holding, held = False, None
+    waits = []  # how many new connections each wait was for
 
     def __init__(self, *a, **kw):
-        pass
+        FakeSysfs.holding, FakeSysfs.held = False, None  # a module run starts with nothing held
 
-    def controllers(self):
-        return [dict(c) for c in FakeSysfs.live]
+    def controllers(self, match=None):
+        # As FabricsSysfs: while held, every call answers from the first read.
+        if FakeSysfs.held is None:
+            FakeSysfs.reads += 1
+            snapshot = [dict(c) for c in FakeSysfs.live]
+            if FakeSysfs.holding:
+                FakeSysfs.held = snapshot
+        else:
+            snapshot = FakeSysfs.held
+        return [dict(c) for c in snapshot if match is None or match(c)]
+
+    def hold(self):
+        FakeSysfs.holding, FakeSysfs.held = True, None
+
+    def release(self):
+        FakeSysfs.holding, FakeSysfs.held = False, None
 
     def read_secrets(self, name):
         return {}
@@ -110,6 +127,7 @@ class FakeMultipath(object):
 
 def reset():
     FakeSysfs.live, FakeSysfs.in_use = [], {}
+    FakeSysfs.reads, FakeSysfs.holding, FakeSysfs.held, FakeSysfs.waits = 0, False, None, []
     FakeCli.calls = []
     FakeMultipath.policies, FakeMultipath.writes = {}, []
 
@@ -122,9 +140,11 @@ def run(monkeypatch, tmp_path, args, check_mode=False):
     monkeypatch.setattr(connect_run, "CONFIG_JSON", str(tmp_path / "config.json"))
     monkeypatch.setattr(connect_run, "NVME_ETC", str(tmp_path))
     monkeypatch.setattr(connect_run, "host_identity", lambda *a: host_identity(*a, etc=str(tmp_path)))
-    monkeypatch.setattr(connect_run, "wait_for_connection", lambda sysfs, desired, timeout: (
-        connect_run.matching_controllers(sysfs.controllers(), desired),
-        sysfs.devices_of(connect_run.matching_controllers(sysfs.controllers(), desired)), None))
+    def wait_for_connections(sysfs, wanted, timeout):
+        FakeSysfs.waits.append(len(wanted))
+        found = [connect_run.matching_controllers(sysfs.controllers(), desired) for desired in wanted]
+        return [(ctrls, sysfs.devices_of(ctrls), None) for ctrls in found]
+    monkeypatch.setattr(connect_run, "wait_for_connections", wait_for_connections)
     monkeypatch.setattr(connect_run, "wait_gone", lambda *a: None)
     if check_mode:
         args = dict(args, _ansible_check_mode=True)
@@ -148,14 +168,18 @@ def test_connects_every_path_sets_the_policy_and_a_rerun_changes_nothing(monkeyp
     assert [c["where"] for c in first["connections"]] == ["subsystems[0].paths[0]", "subsystems[0].paths[1]",
                                                           "subsystems[1].paths[0]"]
     assert [c["operations"] for c in first["connections"]] == [["connect"]] * 3
+    assert FakeSysfs.waits == [3]  # connected one after the other, then waited for together
     assert [c["name"] for c in first["controllers"]] == ["nvme0", "nvme1", "nvme2"]
     assert FakeMultipath.writes == [("nvme-subsys0", "round-robin")]  # the scratch subsystem names no policy
     assert [s["nqn"] for s in first["subsystems"]] == [MP, SCRATCH]
     assert "nvme-subsys0 iopolicy numa -> round-robin" in first["operations"]
 
+    FakeSysfs.reads = 0
     again = run(monkeypatch, tmp_path, dict(subsystems=TOPOLOGY, ctrl_loss_tmo=600))
     assert "failed" not in again, again
     assert again["changed"] is False and again["operations"] == []
+    # Planned and reported from one read of the controllers, not two per path; no new wait.
+    assert FakeSysfs.reads == 1 and FakeSysfs.waits == [3]
     assert len(FakeCli.calls) == 3 and len(FakeMultipath.writes) == 1
     assert [d["path"] for d in again["devices"]] == ["/dev/nvme0n1", "/dev/nvme1n1", "/dev/nvme2n1"]
 
