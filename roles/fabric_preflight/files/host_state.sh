@@ -14,10 +14,10 @@
 #   s MODE OWNER GROUP TYPE PATH   TYPE as find's %y: f, d, l (symbolic link), ...
 #   h SHA256  PATH           each regular file among the paths (sha256sum's line)
 #   m loaded|- NAME
-#   l NAME                   each module named in /etc/modules-load.d/*.conf
+#   l NAME                   each module named in /etc/modules-load.d/*.conf (with an m: only)
 #   u ENABLEMENT ACTIVITY NAME                (systemctl is-enabled, is-active; - when silent)
 #   r BASE64|- PATH
-n=$#
+n=$#; mods=
 while [ "$n" -gt 0 ]; do
   a=$1; shift; n=$((n - 1))
   kind=${a%%:*}; name=${a#*:}
@@ -26,6 +26,7 @@ while [ "$n" -gt 0 ]; do
       # Those that exist go back on the argument list, for find and sha256sum below.
       if [ -e "$name" ] || [ -L "$name" ]; then set -- "$@" "$name"; else echo "p - $name"; fi ;;
     m)
+      mods=1
       if [ -d "/sys/module/$name" ]; then echo "m loaded $name"; else echo "m - $name"; fi ;;
     u)
       e=$(systemctl is-enabled "$name" 2>/dev/null); s=$(systemctl is-active "$name" 2>/dev/null)
@@ -34,9 +35,19 @@ while [ "$n" -gt 0 ]; do
       if [ -f "$name" ]; then echo "r $(base64 -w0 <"$name") $name"; else echo "r - $name"; fi ;;
   esac
 done
+# One find for both: its "s" lines as it meets each path, then sha256sum's lines for the
+# regular files (a hex digest, or a backslash for a name it escaped; never "s ").
 if [ $# -gt 0 ]; then
-  find "$@" -maxdepth 0 -printf 's %m %u %g %y %p\n' 2>/dev/null
-  find "$@" -maxdepth 0 -type f -exec sha256sum -- {} + 2>/dev/null | while IFS= read -r line; do echo "h $line"; done
+  find "$@" -maxdepth 0 -printf 's %m %u %g %y %p\n' -type f -exec sha256sum -- {} + 2>/dev/null |
+    while IFS= read -r line; do
+      case $line in
+        "s "*) echo "$line" ;;
+        *) echo "h $line" ;;
+      esac
+    done
 fi
-sed -n 's/^[[:space:]]*\([A-Za-z0-9_-][A-Za-z0-9_-]*\)[[:space:]]*$/l \1/p' /etc/modules-load.d/*.conf 2>/dev/null
+# Boot-time modules matter only to the modules asked about.
+if [ -n "${mods:-}" ]; then
+  sed -n 's/^[[:space:]]*\([A-Za-z0-9_-][A-Za-z0-9_-]*\)[[:space:]]*$/l \1/p' /etc/modules-load.d/*.conf 2>/dev/null
+fi
 true
