@@ -348,10 +348,9 @@ def main():
         if any(op[0] == "connect" for op in plan["ops"]):
             pending[conn["nqn"]] = True
     if failure:
-        where, plan, exc = failure
         result.update(host_result(result["connections"], None))
-        module.fail_json(msg="%s (%s): %s" % (where, path_label(plan["desired"]), exc.msg),
-                         **dict(exc.details, **result))
+        module.fail_json(msg="%s (%s): %s" % (failure["where"], path_label(failure["plan"]["desired"]),
+                                              failure["error"].msg), **dict(failure["error"].details, **result))
 
     mp_results = []
     if connected:

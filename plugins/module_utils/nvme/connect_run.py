@@ -321,8 +321,8 @@ def apply_connections(module, plans, cli, sysfs, wait_timeout):
     path's saved connections and result, in order.
 
     Returns (done, failure): done holds (where, params, plan, result, warnings) for each
-    path carried out; failure is (where, plan, ConnectFailure) for the first path, in
-    order, that failed, else None. A path after a failed change is not touched."""
+    path carried out; failure is {where, plan, error (the ConnectFailure)} for the first
+    path, in order, that failed, else None. A path after a failed change is not touched."""
     if module.check_mode:
         return [(where, params, plan) + apply_connection(module, params, plan, cli, sysfs)
                 for where, params, plan in plans], None
@@ -336,9 +336,9 @@ def apply_connections(module, plans, cli, sysfs, wait_timeout):
             failures.append((len(started), where, plan, exc))
             break
         started.append((where, params, plan))
-    connecting = [i for i, (_, _, plan) in enumerate(started) if ("connect", None) in plan["ops"]]
+    connecting = [i for i, item in enumerate(started) if ("connect", None) in item[2]["ops"]]
     waited = {}
-    if any(plan["ops"] for _, _, plan in started) or failures:
+    if any(item[2]["ops"] for item in started) or failures:
         sysfs.release()
         waits = wait_for_connections(sysfs, [started[i][2]["desired"] for i in connecting], wait_timeout)
         waited = dict(zip(connecting, waits))
@@ -351,5 +351,5 @@ def apply_connections(module, plans, cli, sysfs, wait_timeout):
             failures.append((i, where, plan, exc))
             continue
         done.append((where, params, plan, result, warnings))
-    failure = min(failures, key=lambda f: f[0])[1:] if failures else None
-    return done, failure
+    first = min(failures, key=lambda f: f[0]) if failures else None
+    return done, (dict(where=first[1], plan=first[2], error=first[3]) if first else None)

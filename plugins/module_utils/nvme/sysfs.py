@@ -201,7 +201,6 @@ class FabricsSysfs(object):
         self._holding = False
         self._held = None
 
-
     def _namespace_names(self, ctrl_base):
         """Block device names (the ones in /dev) of the controller's namespaces."""
         try:

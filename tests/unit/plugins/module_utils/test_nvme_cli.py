@@ -273,6 +273,6 @@ def test_help_and_the_saved_format_are_asked_once_per_run(tmp_path):
     module = FakeModule([(0, "Usage: nvme config-convert [OPTIONS]\n", ""),
                          (0, "  [  --config=<FILE>  ]\n  [  --verbose  ]\n", "")])
     cli = NvmeCli(module, kmsg_path=str(tmp_path / "no-kmsg"))
-    assert [cli.saved_connections_format() for _ in range(3)] == ["ini"] * 3
-    assert all("config" in cli.help_options("connect-all") for _ in range(3))
-    assert [argv[1:] for argv, _ in module.calls] == [["config-convert", "--help"], ["connect-all", "--help"]]
+    assert [cli.saved_connections_format() for i in range(3)] == ["ini"] * 3
+    assert all("config" in cli.help_options("connect-all") for i in range(3))
+    assert [call[0][1:] for call in module.calls] == [["config-convert", "--help"], ["connect-all", "--help"]]

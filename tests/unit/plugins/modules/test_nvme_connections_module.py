@@ -8,6 +8,7 @@ benchmarks/nvme_many_initiators.sh)."""
 from __future__ import annotations
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme import connect_run
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.cli import NvmeCliError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.host import host_identity
 from ansible_collections.aiinfra.fabric.plugins.modules import nvme_connections
 from module_harness import run_main  # tests/unit/plugins/modules/module_harness.py
@@ -83,9 +84,13 @@ class FakeCli(object):
     def saved_connections_format(self):
         return "json"
 
+    refuse = None  # a traddr whose connect fails, as the kernel refusing it
+
     def connect(self, values, tls_key_flag="--tls_key"):
         name = "nvme%d" % len(FakeCli.calls)
         FakeCli.calls.append(("connect", values["nqn"], values["traddr"]))
+        if values["traddr"] == FakeCli.refuse:
+            raise NvmeCliError("nvme connect failed: connection refused", kind="connection_refused", rc=1)
         FakeSysfs.live.append(dict(name=name, state="live", transport=values["transport"], subsysnqn=values["nqn"],
                                    traddr=values["traddr"], trsvcid=values["trsvcid"], host_traddr=None,
                                    host_iface=None, hostnqn=values["hostnqn"], hostid=values["hostid"]))
@@ -128,7 +133,7 @@ class FakeMultipath(object):
 def reset():
     FakeSysfs.live, FakeSysfs.in_use = [], {}
     FakeSysfs.reads, FakeSysfs.holding, FakeSysfs.held, FakeSysfs.waits = 0, False, None, []
-    FakeCli.calls = []
+    FakeCli.calls, FakeCli.refuse = [], None
     FakeMultipath.policies, FakeMultipath.writes = {}, []
 
 
@@ -140,6 +145,7 @@ def run(monkeypatch, tmp_path, args, check_mode=False):
     monkeypatch.setattr(connect_run, "CONFIG_JSON", str(tmp_path / "config.json"))
     monkeypatch.setattr(connect_run, "NVME_ETC", str(tmp_path))
     monkeypatch.setattr(connect_run, "host_identity", lambda *a: host_identity(*a, etc=str(tmp_path)))
+
     def wait_for_connections(sysfs, wanted, timeout):
         FakeSysfs.waits.append(len(wanted))
         found = [connect_run.matching_controllers(sysfs.controllers(), desired) for desired in wanted]
@@ -250,3 +256,17 @@ def test_the_roles_topology_and_records_become_the_modules_subsystems():
         dict(nqn=MP, paths=[dict(transport="tcp", traddr="10.99.0.1", trsvcid="4420", hostnqn=OWN)]),
         dict(nqn=SCRATCH, paths=[dict(transport="rdma", traddr="10.99.0.1", trsvcid="4421")]),
     ]
+
+
+def test_a_refused_connect_keeps_the_paths_before_it_and_touches_none_after(monkeypatch, tmp_path):
+    reset()
+    FakeCli.refuse = "10.99.1.1"  # the second path of the first subsystem
+    out = run(monkeypatch, tmp_path, dict(subsystems=TOPOLOGY, persistent=True))
+    assert out.get("failed") is True
+    assert out["msg"].startswith("subsystems[0].paths[1] (%s tcp 10.99.1.1:4420): nvme connect failed" % MP)
+    assert out["error_kind"] == "connection_refused"
+    # The first path was connected, waited for and saved; the third was never tried.
+    assert FakeCli.calls == [("connect", MP, "10.99.0.1"), ("connect", MP, "10.99.1.1")]
+    assert FakeSysfs.waits == [1]
+    assert [c["where"] for c in out["connections"]] == ["subsystems[0].paths[0]"]
+    assert out["connections"][0]["persistent"] is True and (tmp_path / "config.json").exists()
