@@ -6,7 +6,7 @@ LAB_CACHE=${AIINFRA_LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/aiinfra-fabric-la
 # One lab instance per run folder: several can run side by side with their own
 # AIINFRA_LAB_RUN, AIINFRA_LAB_SSH_PORT_BASE and AIINFRA_LAB_FABRIC_PORT.
 # The lab's shape (every default is the original two-VM, one-link lab the scenarios use):
-#   AIINFRA_LAB_NODES=2..4        VMs te1..teN on the fabric (more than 2: a multicast hub)
+#   AIINFRA_LAB_NODES=2..4        VMs te1..teN on the fabric (a UDP multicast hub on 127.0.0.1)
 #   AIINFRA_LAB_FABRIC_LINKS=1|2  a second, independent fabric link on eth2 (10.99.1.0/24)
 #   AIINFRA_LAB_NVME_DRIVES=N     emulated NVMe drives on te1 (AIINFRA_LAB_NVME_SIZE each)
 #   AIINFRA_LAB_DISTRO            the image's Debian release: trixie (Debian 13, the default)
@@ -59,7 +59,7 @@ lab_fabric_ip() { echo "10.99.0.$(($(lab_vm_index "$1") + 1))"; }
 lab_fabric_ip_b() { echo "10.99.1.$(($(lab_vm_index "$1") + 1))"; }
 lab_mac() { printf '52:54:00:99:00:%02x' $(($(lab_vm_index "$1") + 1)); }
 lab_mac_b() { printf '52:54:00:99:01:%02x' $(($(lab_vm_index "$1") + 1)); }
-# The second link's host-side port (listener or multicast port).
+# The second link's host-side port (its multicast port).
 lab_fabric_port_b() { echo $((LAB_FABRIC_PORT + 1000)); }
 
 lab_log() { printf '[lab %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
