@@ -116,13 +116,16 @@ class FabricsSysfs(object):
             "src_addr": address.get("src_addr"),
         }
 
-    def read_controller(self, name):
-        """One controller; None when it vanished while being read."""
+    def read_controller(self, name, match=None):
+        """One controller; None when it vanished while being read, or when ``match`` (a
+        predicate on its identity, see _identity) refuses it, which reads no more of it."""
         base = os.path.join(self.ctl_dir, name)
         if not os.path.isdir(base):
             return None
         identity = self._identity(base, name)
-        return None if identity is None else self._complete(base, identity)
+        if identity is None or (match is not None and not match(identity)):
+            return None
+        return self._complete(base, identity)
 
     def _complete(self, base, identity):
         """The identity plus everything else a result shows about the controller."""
@@ -175,16 +178,8 @@ class FabricsSysfs(object):
         return self._read_all(match)
 
     def _read_all(self, match):
-        result = []
-        for name in self.controller_names():
-            base = os.path.join(self.ctl_dir, name)
-            if not os.path.isdir(base):
-                continue
-            identity = self._identity(base, name)
-            if identity is None or (match is not None and not match(identity)):
-                continue
-            result.append(self._complete(base, identity))
-        return result
+        read = (self.read_controller(name, match) for name in self.controller_names())
+        return [ctrl for ctrl in read if ctrl is not None]
 
     def hold(self):
         """Answer controllers() from one read (made at the next call) until :meth:`release`.

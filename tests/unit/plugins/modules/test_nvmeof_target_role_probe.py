@@ -12,13 +12,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig import quickcheck
-from role_harness import ANSIBLE_PLAYBOOK, TOP  # tests/unit/plugins/modules/role_harness.py
+from role_harness import TOP, run_local_play  # tests/unit/plugins/modules/role_harness.py
 
 ROLE = os.path.join(TOP, "roles", "nvmeof_target")
 
@@ -32,20 +30,11 @@ def rendered(tmp_path, persist):
         {"ansible.builtin.debug": {"msg": "{{ {'args': __nvmeof_target_persist_args, "
                                           "'probe': __nvmeof_target_persist_probe_args} | to_json }}"}},
     ]}]
-    (tmp_path / "play.yml").write_text(json.dumps(play))
-    inv = {"all": {"hosts": {"h1": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}
-    (tmp_path / "hosts.yml").write_text(json.dumps(inv))
     # What the role builds before the persist step: the topology (its transports) and the record.
     extra = {"nvmeof_target_persist": persist, "__nvmeof_target_topology": {"transports": ["rdma", "tcp"]},
              "__nvmeof_target_record_text": "{}\n", "__nvmeof_target_restorer_sources": {}}
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(TOP, ".cache", "collections"),
-               ANSIBLE_NOCOLOR="1", ANSIBLE_STRATEGY="linear", ANSIBLE_CALLBACK_RESULT_FORMAT="json",
-               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default")
-    env.pop("ANSIBLE_STRATEGY_PLUGINS", None)
-    env.pop("ANSIBLE_CONFIG", None)
-    proc = subprocess.run([ANSIBLE_PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml"),
-                           "-e", json.dumps(extra)], capture_output=True, text=True, env=env, cwd=str(tmp_path),
-                          check=False)
+    proc = run_local_play(tmp_path, play, extra, env={"ANSIBLE_CALLBACK_RESULT_FORMAT": "json",
+                                                      "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout[proc.stdout.index("TASK [ansible.builtin.debug]"):]
     msg = json.loads(out[out.index("{"):out.rindex("}") + 1])["msg"]
