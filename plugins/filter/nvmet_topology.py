@@ -1,9 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: aiinfra.fabric contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the nvmeof_target role: its variables to one nvmet_target document, and its record.
+"""Filters of the nvmeof_target role: its variables to one nvmet_target document, its
+record, and whether nvmet_target would change anything.
 
-The logic lives in plugins/module_utils/nvmet/topology.py and record.py; each filter
+The logic lives in plugins/module_utils/nvmet/topology.py, record.py and snapshot.py; each filter
 here only turns their errors into a filter error. Documented in the .yml files beside.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import record, topology
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import record, snapshot, topology
 
 
 def nvmet_topology(subsystems, ports, short, groups):
@@ -43,6 +44,12 @@ def nvmet_target_teardown(previous, named, subsystems_now, ports_now):
     return record.teardown_plan(previous, named, subsystems_now, ports_now)
 
 
+def nvmet_target_pending(document, lines, purge="none", keep_port_links=False, force=False, allow_reconfigure=False,
+                         save_file=""):
+    return snapshot.target_pending(document, lines, purge=purge, force=force, allow_reconfigure=allow_reconfigure,
+                                   keep_port_links=keep_port_links, save_file=save_file or None)
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -51,4 +58,5 @@ class FilterModule(object):
             "nvmet_document_keys": nvmet_document_keys,
             "nvmet_target_record": nvmet_target_record,
             "nvmet_target_teardown": nvmet_target_teardown,
+            "nvmet_target_pending": nvmet_target_pending,
         }

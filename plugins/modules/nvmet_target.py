@@ -272,11 +272,10 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile impo
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.target import (
     PURGE_CHOICES,
     changed_keys,
-    check_document,
     drop_unset,
     load_document,
     plan_removal,
-    plan_target,
+    read_and_plan,
     secrets_of,
     transport_modules,
     target_view,
@@ -340,11 +339,8 @@ def main():
         module.no_log_values.update(secrets_of(doc))
         if p["load_modules"] and not module.check_mode:
             load_kernel_modules(module, tree, doc, p["check_paths"])
-        check_configfs(tree)
-        state = tree.read()
-        check_document(doc, state, p["purge"], tree.sysfs_root, p["check_paths"])
-        ops = plan_target(tree, state, doc, p["purge"], p["force"], p["allow_reconfigure"],
-                          keep_port_links=p["keep_port_links"])
+        state, ops = read_and_plan(tree, doc, p["purge"], p["force"], p["allow_reconfigure"], p["keep_port_links"],
+                                   p["check_paths"])
     except DocumentError as exc:
         module.fail_json(msg=exc.msg, errors=exc.errors, changed=False, operations=[])
     except NvmetError as exc:

@@ -102,6 +102,10 @@ class ConfigfsTree(object):
         self.debugfs_root = debugfs_root
         self.run_command = run_command if run_command is not None else _run_command
 
+    def exists(self):
+        """Whether configfs has the nvmet directory (the kernel module is loaded)."""
+        return os.path.isdir(self.nvmet)
+
     def path(self, rel):
         # Concatenation, not os.path.join: relative paths only, thousands of calls per read.
         return self.nvmet + "/" + rel

@@ -333,6 +333,12 @@ def write_atomically(path, text, mode=0o600, dir_mode=0o700):
     _fsync_dir(directory)
 
 
+def saved_text(doc):
+    """The save file's text for a save-file document (keys in clear): what
+    :func:`save_to_file` writes, and what a no-change check compares the file with."""
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
 def save_to_file(tree, path, check=False, remove_when_empty=False, without=None, state=None):
     """Write the configuration, keys included, to path (mode 0600, parent 0700) when it differs.
 
@@ -349,7 +355,7 @@ def save_to_file(tree, path, check=False, remove_when_empty=False, without=None,
     doc = to_savefile(state, mask_keys=False)
     if without:
         doc = document_without(doc, **without)
-    text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    text = saved_text(doc)
     exists = os.path.exists(path)
     if remove_when_empty and not any(doc.get(k) for k in ("hosts", "ports", "subsystems")):
         if not exists:

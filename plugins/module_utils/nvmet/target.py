@@ -48,7 +48,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile impo
     saved_device_path,
     to_savefile,
 )
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate import normalize_port
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate import check_configfs, normalize_port
 
 PURGE_CHOICES = ("none", "listed", "all")
 
@@ -197,6 +197,17 @@ def plan_target(tree, state, doc, purge="none", force=False, allow_reconfigure=F
         for nqn in sorted(n for n in state["hosts"] if n not in hosts):
             st = step(plan_host(st, {"hostnqn": nqn, "state": "absent"}, conns, force))
     return ops
+
+
+def read_and_plan(tree, doc, purge="none", force=False, allow_reconfigure=False, keep_port_links=False,
+                  check_paths=True):
+    """Read the target and plan the whole document against it: the nvmet_target module's
+    steps, and the same steps the role's no-change check runs on a probe's copy of
+    configfs (snapshot.py). Returns (state, ops); raises DocumentError or NvmetError."""
+    check_configfs(tree)
+    state = tree.read()
+    check_document(doc, state, purge, tree.sysfs_root, check_paths)
+    return state, plan_target(tree, state, doc, purge, force, allow_reconfigure, keep_port_links=keep_port_links)
 
 
 def plan_removal(tree, state, subsystems=(), ports=(), hosts=(), force=False):

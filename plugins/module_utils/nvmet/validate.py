@@ -167,7 +167,7 @@ def module_loaded(name, sysfs_root="/sys"):
 
 
 def check_configfs(tree):
-    if not os.path.isdir(tree.nvmet):
+    if not tree.exists():
         raise NvmetError(
             "configfs_root: %s does not exist: load the nvmet kernel module (modprobe nvmet) and mount configfs "
             "on %s" % (tree.nvmet, tree.root)

@@ -2,12 +2,16 @@
 # What the role reads before it changes anything, in one remote command (each task is a
 # module start on the host). Arguments: the missing-packages script, the host_state.sh
 # script, the record path, "firewall" or "-", the packages to look up (one argument,
-# blank-separated), the number N of host_state.sh arguments, those N arguments (what the
+# blank-separated), the save file or "-", the number N of host_state.sh arguments, those
+# N arguments (what the
 # persist step looks at: the boot restorer, its unit, the modules at boot, the record;
 # tasks/persist.yml judges their lines), then the backing files (one find reads them all:
 # a process costs about 60 ms on the lab's emulated guests, and a target may have
 # hundreds of files). One item per line:
 #   configfs | no-configfs      whether configfs has the target (nvmet loaded)
+#   nvmet-...                   the whole nvmet tree, the loaded nvmet modules and the save
+#                               file's sha256, for the no-change check that runs on the
+#                               controller (plugins/module_utils/nvmet/snapshot.py)
 #   missing PACKAGE             a package of the arguments that is not installed
 #   byid NAME TARGET            each /dev/disk/by-id link and where it points
 #   firewall TOOL               firewalld, ufw, nftables or none (with "firewall" only)
@@ -15,7 +19,7 @@
 #   record BASE64               the record of what this role created, when there is one
 #   file exists BYTES PATH      a backing file that exists (a regular file, or a link to one)
 #   p|s|h|m|l|u|r ...           host_state.sh's lines for its N arguments
-pkgscript=$1; hostscript=$2; record=$3; fw=$4; pkgs=$5; nstate=$6; shift 6
+pkgscript=$1; hostscript=$2; record=$3; fw=$4; pkgs=$5; save=$6; nstate=$7; shift 7
 # host_state.sh on the first N arguments only: the subshell moves each of them to the end
 # of the list and drops every original one (no process but the subshell).
 (
@@ -29,7 +33,38 @@ pkgscript=$1; hostscript=$2; record=$3; fw=$4; pkgs=$5; nstate=$6; shift 6
 shift "$nstate"
 # -H: a link given as a backing file counts as the file it points to (as test -f does).
 [ $# -gt 0 ] && find -H "$@" -maxdepth 0 -type f -printf 'file exists %s %p\n' 2>/dev/null
-if [ -d /sys/kernel/config/nvmet ]; then echo configfs; else echo no-configfs; fi
+# The tree as text, in one find and two greps whatever its size (no process per file):
+# every entry, then the line count of each readable file (an empty one has none), then
+# their lines. The hosts' DH-HMAC-CHAP keys stay on the host: only a sha256 of each.
+# (The AIINFRA_ variables point the unit tests at a fake tree.)
+nvmet=${AIINFRA_NVMET_CONFIGFS:-/sys/kernel/config/nvmet}
+if [ -d "$nvmet" ]; then
+  echo configfs
+  (
+    cd "$nvmet" || exit 0
+    find . -mindepth 1 -printf 'nvmet-entry %y %P\n'
+    echo nvmet-counts
+    grep -rsc --exclude='dhchap_*key' '' .
+    echo nvmet-text
+    grep -rs --exclude='dhchap_*key' '' .
+    echo nvmet-end
+    for f in hosts/*/dhchap_key hosts/*/dhchap_ctrl_key; do
+      [ -f "$f" ] || continue
+      if v=$(cat "$f" 2>/dev/null); then
+        [ -n "$v" ] && s=$(printf '%s' "$v" | sha256sum) && echo "nvmet-secret $f ${s%% *}"
+      else
+        echo "nvmet-secret $f unreadable"
+      fi
+    done
+  )
+  m=${AIINFRA_SYS_MODULE:-/sys/module}
+  for d in "$m"/nvmet "$m"/nvmet_* "$m"/nvme_loop; do
+    [ -d "$d" ] && echo "nvmet-module ${d##*/}"
+  done
+  if [ "$save" != - ] && [ -f "$save" ]; then s=$(sha256sum < "$save") && echo "nvmet-save ${s%% *}"; fi
+else
+  echo no-configfs
+fi
 # Package names have no blanks; the list is split on them (without globbing).
 set -f
 # shellcheck disable=SC2086

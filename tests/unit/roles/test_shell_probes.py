@@ -26,7 +26,7 @@ def read(path):
 
 def target_probe(tmp_path, state_args, files, pkgscript="for p; do echo \"$p\"; done", pkgs=""):
     record = str(tmp_path / "record.json")
-    args = [pkgscript, read(HOST_STATE), record, "-", pkgs, str(len(state_args))] + state_args + files
+    args = [pkgscript, read(HOST_STATE), record, "-", pkgs, "-", str(len(state_args))] + state_args + files
     out = subprocess.run(["sh", TARGET_PROBE] + args, check=True, capture_output=True, text=True).stdout
     return out.splitlines()
 
