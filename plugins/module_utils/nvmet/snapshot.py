@@ -76,7 +76,7 @@ def parse_probe(lines):
     section = None
     for line in lines or []:
         if section == "counts" and line != "nvmet-text":
-            path, _, n = line.rpartition(":")
+            path, n = line.rpartition(":")[::2]
             if not path.startswith("./") or not n.isdigit():
                 raise ValueError("unexpected line among the file counts: %r" % line[:80])
             counts[path[2:]] = int(n)
@@ -84,7 +84,7 @@ def parse_probe(lines):
         if section == "text" and line != "nvmet-end":
             text_lines.setdefault(_split_text_line(line, counts), []).append(line)
             continue
-        word, _, rest = line.partition(" ")
+        word, rest = line.partition(" ")[::2]
         if line == "configfs":
             snap.configfs = True
         elif line == "nvmet-counts":
@@ -94,14 +94,14 @@ def parse_probe(lines):
         elif line == "nvmet-end":
             section = "done"
         elif word == "nvmet-entry":
-            kind, _, path = rest.partition(" ")
+            kind, path = rest.partition(" ")[::2]
             snap.entries[path] = kind
-            parent, _, name = path.rpartition("/")
+            parent, name = path.rpartition("/")[::2]
             snap.children.setdefault(parent, []).append(name)
             if kind == "d":
                 snap.children.setdefault(path, [])
         elif word == "nvmet-secret":
-            path, _, digest = rest.rpartition(" ")
+            path, digest = rest.rpartition(" ")[::2]
             snap.secrets[path] = None if digest == "unreadable" else digest
         elif word == "nvmet-module":
             snap.modules.add(rest)
