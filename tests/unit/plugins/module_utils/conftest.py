@@ -22,3 +22,14 @@ def backing(tmp_path):
     path2 = tmp_path / "disk2.img"
     path2.write_bytes(b"")
     return str(path), str(path2)
+
+
+@pytest.fixture
+def files(tmp_path):
+    """Six empty backing files, disk0.img to disk5.img (test_nvmet_restore.py has its own three)."""
+    out = []
+    for i in range(6):
+        p = tmp_path / ("disk%d.img" % i)
+        p.write_bytes(b"")
+        out.append(str(p))
+    return out

@@ -57,16 +57,6 @@ def document(files, key=None, extra_ns=0):
     }
 
 
-@pytest.fixture
-def files(tmp_path):
-    out = []
-    for i in range(6):
-        p = tmp_path / ("disk%d.img" % i)
-        p.write_bytes(b"")
-        out.append(str(p))
-    return out
-
-
 def converge(root, doc, purge="listed", save=None):
     """What the module does: plan on the tree, apply, save."""
     tree = EmulatedTree(root)

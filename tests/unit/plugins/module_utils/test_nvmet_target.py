@@ -33,16 +33,6 @@ ONE_CONNECTION = NO_CONNECTIONS + ("   2: 0100630A:1144 0200630A:8D66 01 0000000
                                    "     0        0 4197 1 0 21 4 25 75 40\n")
 
 
-@pytest.fixture
-def files(tmp_path):
-    out = []
-    for i in range(6):
-        p = tmp_path / ("disk%d.img" % i)
-        p.write_bytes(b"")
-        out.append(str(p))
-    return out
-
-
 def quiet(root, text=NO_CONNECTIONS):
     write(os.path.join(root, "proc", "net", "tcp"), text.rstrip("\n"))
 
