@@ -9,9 +9,13 @@
 # a process costs about 60 ms on the lab's emulated guests, and a target may have
 # hundreds of files). One item per line:
 #   configfs | no-configfs      whether configfs has the target (nvmet loaded)
-#   nvmet-...                   the whole nvmet tree, the loaded nvmet modules and the save
-#                               file's sha256, for the no-change check that runs on the
-#                               controller (plugins/module_utils/nvmet/snapshot.py)
+#   nvmet-dump BASE64           the whole nvmet tree, the loaded nvmet modules and the save
+#                               file's sha256 as "nvmet-..." lines, gzip'd, for the no-change
+#                               check that runs on the controller (module_utils/nvmet/
+#                               snapshot.py). One line whatever the size: the role's later
+#                               tasks scan the probe's lines often, 20,000 of them for 512
+#                               namespaces took seconds of templating. Without gzip or
+#                               base64 on the host the lines come as they are.
 #   missing PACKAGE             a package of the arguments that is not installed
 #   byid NAME TARGET            each /dev/disk/by-id link and where it points
 #   firewall TOOL               firewalld, ufw, nftables or none (with "firewall" only)
@@ -38,8 +42,7 @@ shift "$nstate"
 # their lines. The hosts' DH-HMAC-CHAP keys stay on the host: only a sha256 of each.
 # (The AIINFRA_ variables point the unit tests at a fake tree.)
 nvmet=${AIINFRA_NVMET_CONFIGFS:-/sys/kernel/config/nvmet}
-if [ -d "$nvmet" ]; then
-  echo configfs
+nvmet_lines() {
   (
     cd "$nvmet" || exit 0
     find . -mindepth 1 -printf 'nvmet-entry %y %P\n'
@@ -62,6 +65,16 @@ if [ -d "$nvmet" ]; then
     [ -d "$d" ] && echo "nvmet-module ${d##*/}"
   done
   if [ "$save" != - ] && [ -f "$save" ]; then s=$(sha256sum < "$save") && echo "nvmet-save ${s%% *}"; fi
+}
+if [ -d "$nvmet" ]; then
+  echo configfs
+  if command -v gzip > /dev/null && command -v base64 > /dev/null; then
+    printf 'nvmet-dump '
+    nvmet_lines | gzip -1 | base64 -w 0
+    echo
+  else
+    nvmet_lines
+  fi
 else
   echo no-configfs
 fi

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import savefile
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import savefile, snapshot
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.applier import apply_plan
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.model import ConfigfsTree
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.snapshot import (
@@ -31,13 +31,21 @@ TCP = {"trtype": "tcp", "traddr": "10.99.0.1", "trsvcid": "4420", "adrfam": "ipv
 RDMA = {"trtype": "rdma", "traddr": "10.99.0.1", "trsvcid": "4421", "adrfam": "ipv4"}
 
 
-def probe(root, save="-"):
-    """The role's probe, run for real on the fake tree; its lines."""
+def probe(root, save="-", path=None):
+    """The role's probe, run for real on the fake tree; its lines (the nvmet part packed
+    into one nvmet-dump line where PATH has gzip and base64)."""
     args = ["true", "true", os.path.join(root, "record.json"), "-", "", save, "0"]
     env = dict(os.environ, AIINFRA_NVMET_CONFIGFS=os.path.join(root, "nvmet"),
                AIINFRA_SYS_MODULE=os.path.join(root, "sys", "module"))
+    if path:
+        env["PATH"] = path
     out = subprocess.run(["sh", PROBE] + args, check=True, capture_output=True, text=True, env=env).stdout
     return out.splitlines()
+
+
+def unpacked(lines):
+    """The probe's lines with the nvmet-dump line opened, as a host without gzip prints them."""
+    return list(snapshot._unpacked(lines))
 
 
 def document(files, key=None, extra_ns=0):
@@ -75,8 +83,9 @@ def test_the_snapshot_reads_as_the_tree_and_plans_as_the_module(root, files):
     snap_tree = SnapshotTree(parse_probe(lines), [key])
     assert snap_tree.read() == ConfigfsTree(os.path.join(root)).read()
     # The key never leaves the host: only its sha256 is printed.
-    assert key not in "\n".join(lines)
-    assert any(line.startswith("nvmet-secret hosts/%s/dhchap_key " % HOST) for line in lines)
+    plain = unpacked(lines)
+    assert key not in "\n".join(plain)
+    assert any(line.startswith("nvmet-secret hosts/%s/dhchap_key " % HOST) for line in plain)
     # The same document plans nothing on both; a changed one plans the same operations on both.
     assert read_and_plan(snap_tree, doc, "listed")[1] == []
     changed = document(files, key=key, extra_ns=1)
@@ -146,7 +155,7 @@ def test_a_transport_module_not_loaded_or_no_configfs_is_pending(root, files):
 def test_what_cannot_be_judged_is_pending(root, files):
     doc = document(files)
     converge(root, doc)
-    lines = probe(root)
+    lines = unpacked(probe(root))
     assert target_pending(doc, lines, purge="listed")["pending"] is False
     # The listing cut short, a file that could not be read, a line out of place.
     cut = lines[:lines.index("nvmet-end")]
@@ -183,3 +192,41 @@ def test_purge_none_keeps_undeclared_objects_and_plans_nothing(root, files):
     smaller["subsystems"][0]["allowed_hosts"] = [HOST]
     assert target_pending(smaller, probe(root), purge="none")["pending"] is False
     assert converge(root, smaller, purge="none") == []
+
+
+def test_the_nvmet_part_comes_as_one_packed_line_or_as_it_is_without_gzip(root, files, tmp_path):
+    doc = document(files, extra_ns=2)
+    converge(root, doc)
+    packed = probe(root)
+    dumps = [line for line in packed if line.startswith("nvmet-dump ")]
+    assert len(dumps) == 1
+    assert [line for line in packed if line.startswith("nvmet-") and not line.startswith("nvmet-dump ")] == []
+    assert "configfs" in packed
+    # A host without gzip: the same lines, unpacked, and the same verdicts.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for d in ("/usr/local/bin", "/usr/bin", "/bin"):
+        for name in os.listdir(d) if os.path.isdir(d) else []:
+            if name != "gzip" and not (bin_dir / name).exists():
+                os.symlink(os.path.join(d, name), str(bin_dir / name))
+    plain = probe(root, path=str(bin_dir))
+    assert not any(line.startswith("nvmet-dump ") for line in plain)
+    assert "nvmet-counts" in plain
+    assert unpacked(packed) == plain
+    assert target_pending(doc, packed, purge="listed") == target_pending(doc, plain, purge="listed")
+    assert target_pending(doc, packed, purge="listed")["pending"] is False
+    smaller = document(files, extra_ns=1)
+    assert target_pending(smaller, packed, purge="listed") == target_pending(smaller, plain, purge="listed")
+    assert target_pending(smaller, packed, purge="listed")["pending"] is True
+
+
+def test_a_packed_line_that_does_not_decode_is_pending(root, files):
+    doc = document(files)
+    converge(root, doc)
+    lines = probe(root)
+    broken = [line[:-8] + "!!!!!!!!" if line.startswith("nvmet-dump ") else line for line in lines]
+    verdict = target_pending(doc, broken, purge="listed")
+    assert verdict["pending"] is True
+    assert "does not decode" in verdict["why"]
+    cut = [line[:len(line) // 2] if line.startswith("nvmet-dump ") else line for line in lines]
+    assert target_pending(doc, cut, purge="listed")["pending"] is True
