@@ -87,8 +87,7 @@ def _unpacked(lines):
             text = gzip.decompress(base64.b64decode(line[11:].strip(), validate=True)).decode("utf-8")
         except (binascii.Error, OSError, EOFError, zlib.error, UnicodeDecodeError) as exc:
             raise ValueError("the probe's nvmet-dump line does not decode: %s" % exc)
-        for inner in text.splitlines():
-            yield inner
+        yield from text.splitlines()
 
 
 def parse_probe(lines):
