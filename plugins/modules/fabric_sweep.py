@@ -27,6 +27,9 @@ description:
     node list - and stopped on every host after O(timeout).
   - The module measures and changes nothing on the nodes (C(changed=false)). It never drains
     a node; RV(drain_command) is the command for whoever decides to.
+  - When more than half the nodes are low (RV(verdict=group_wide)) the fault is something they share - a
+    switch, the fabric, a firmware roll-out, or an expectation that does not fit - and RV(exclude) and
+    RV(drain_command) stay empty; RV(verdict_reason) says why and names the likely cause.
 author:
   - aiinfra.fabric developers (@aiinfra)
 extends_documentation_fragment:
@@ -256,8 +259,28 @@ suspect_nodes:
   returned: when a sweep ran
   type: list
   elements: str
+verdict:
+  description:
+    - The sweep's conclusion in one word - V(suspects) (nodes or links named; the node suspects are in
+      RV(exclude) and RV(drain_command)), V(group_wide) (more than half the nodes are low - the fault is something
+      they share, not the nodes; nobody is excluded or drained), or V(no_suspect).
+  returned: when a sweep ran
+  type: str
+  sample: group_wide
+verdict_reason:
+  description: The conclusion as a sentence - who is named, or for V(group_wide) how many nodes are low, the
+    evidence and the likely shared cause (a switch, the fabric, a roll-out, or the expectation itself).
+  returned: when a sweep ran
+  type: str
+  sample: >-
+    group-wide: 6 of 6 nodes are low (bandwidth: every pair about 46 % of the expected 24000 MB/s and the pairs
+    agree with each other): the likely cause is a cause they share - the switch or fabric between them (link speed,
+    MTU, congestion control, a firmware or driver roll-out) - or an expectation that does not fit this hardware;
+    nobody is drained or excluded, check what the nodes share first
 exclude:
-  description: The suspect nodes (RV(suspect_nodes)) as a Slurm hostlist (empty when none).
+  description:
+    - The suspect nodes (RV(suspect_nodes)) as a Slurm hostlist (empty when none).
+    - Empty when RV(verdict) is V(group_wide) - excluding most of the group would not remove the cause.
   returned: always
   type: str
   sample: te[3,7]
@@ -267,12 +290,15 @@ exclude_option:
   type: str
   sample: --exclude=te[3,7]
 drain_command:
-  description: The C(scontrol) command that would drain the suspects (not run by this module).
+  description:
+    - The C(scontrol) command that would drain the suspects (not run by this module).
+    - Empty when RV(verdict) is V(group_wide) - a group-wide result never drains anyone.
   returned: always
   type: list
   elements: str
+  sample: [scontrol, update, NodeName=te3, State=DRAIN, Reason=fabric_sweep found this node slow]
 group_wide:
-  description: More than half the nodes are suspects - the fault is not one node.
+  description: More than half the nodes are suspects - the fault is not one node (RV(verdict) is V(group_wide)).
   returned: always
   type: bool
 lines:
@@ -444,10 +470,8 @@ def main():
         summary = V.verdict(ranking, bisection, p["drain_reason"])
     except (X.SweepRunError, R.RankError, HostlistError) as exc:
         module.fail_json(msg=str(exc), **result)
-    result["exclude"] = summary["exclude"]
-    result["exclude_option"] = summary["exclude_option"]
-    result["drain_command"] = summary["drain_command"]
-    result["suspect_nodes"] = summary["suspect_nodes"]
+    for key in ("verdict", "verdict_reason", "exclude", "exclude_option", "drain_command", "suspect_nodes"):
+        result[key] = summary[key]
     result["lines"] = (V.pair_lines(ranking) if ranking else []) + summary["lines"]
     module.exit_json(**result)
 

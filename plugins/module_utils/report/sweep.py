@@ -36,6 +36,9 @@ def _pair(pair):
 
 
 def _failure(fact, suspects, links):
+    if fact.get("verdict") not in (None, "", "suspects", "no_suspect") and fact.get("verdict_reason"):
+        # group_wide (nobody excluded): the module's sentence says why and names the likely cause.
+        return "fabric_sweep: %s" % fact["verdict_reason"]
     named = list(suspects) + ["link %s" % "-".join(link.get("nodes") or []) for link in links]
     if not named:
         return ""

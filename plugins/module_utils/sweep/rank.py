@@ -76,7 +76,7 @@ def _best(values, better):
     return max(values) if better == HIGHER else min(values)
 
 
-def _fmt(value):
+def fmt(value):
     if value is None:
         return "n/a"
     if abs(value) >= 100:
@@ -112,12 +112,12 @@ def _pair_sentence(p):
     a, b = p["nodes"]
     if p["value"] is None:
         return "%s-%s %s: no result (%s)" % (a, b, p["test"], p.get("error") or "the job failed")
-    text = "%s-%s %s %s %s%s" % (a, b, p["test"], _fmt(p["value"]), p["unit"], _size_words(p.get("size")))
+    text = "%s-%s %s %s %s%s" % (a, b, p["test"], fmt(p["value"]), p["unit"], _size_words(p.get("size")))
     parts = []
     if p["vs_median"] is not None:
-        parts.append("%.0f %% of the group median %s" % (100 * p["vs_median"], _fmt(p["median"])))
+        parts.append("%.0f %% of the group median %s" % (100 * p["vs_median"], fmt(p["median"])))
     if p["vs_expected"] is not None:
-        parts.append("%.0f %% of the expected %s" % (100 * p["vs_expected"], _fmt(p["expected"])))
+        parts.append("%.0f %% of the expected %s" % (100 * p["vs_expected"], fmt(p["expected"])))
     if len(p.get("samples") or []) > 1:
         parts.append("best of %d runs" % len(p["samples"]))
     if parts:
@@ -177,8 +177,12 @@ def _rank_test(test, items, tolerance, expected, references):
         if p["low"] and not suspect_names & set(p["nodes"]) and not set(p["nodes"]) <= set(references):
             links.append({"nodes": list(p["nodes"]), "kind": "link", "test": test, "severity": severity(p["value"]),
                           "value": p["value"], "unit": unit, "size": size, "evidence": [p["text"]]})
+    # Every pair has a number and none is below the group's baseline: the pairs agree with
+    # each other, so whatever they miss (the expectation) they miss together.
+    agree = all(p["value"] is not None and "below the group median" not in p["why"] for p in pairs)
     return {"test": test, "better": better, "unit": unit, "size": size, "median": baseline, "expected": expected,
-            "tolerance": tolerance, "pairs": pairs, "node_suspects": node_suspects, "link_suspects": links}
+            "tolerance": tolerance, "pairs": pairs, "node_suspects": node_suspects, "link_suspects": links,
+            "agree": agree, "nodes": len(tested)}
 
 
 def rank(measurements, tolerance=0.2, expectations=None, references=()):
@@ -224,6 +228,7 @@ def rank(measurements, tolerance=0.2, expectations=None, references=()):
         "tests": tests,
         "suspects": suspects,
         "link_suspects": link_list,
+        "nodes": sorted(all_nodes),
         # More than half the nodes low: the fault is not one node (a switch, the whole
         # fabric, or a wrong expectation); an exclude list would empty the cluster.
         "group_wide": bool(all_nodes) and len(suspects) * 2 > len(all_nodes),

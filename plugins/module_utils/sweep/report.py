@@ -4,14 +4,26 @@
 
 """The sweep's verdict in a few readable lines, and the exclude/drain lists (pure).
 
-``verdict(ranking, bisection, names_of, drain_reason) -> dict`` with ``exclude`` (Slurm
-hostlist), ``exclude_option`` (``--exclude=...``), ``drain_nodes``, ``drain_command``
-(argv; run only when asked) and ``lines``.
+``verdict(ranking, bisection, drain_reason) -> dict`` with ``verdict`` (one word, below),
+``verdict_reason`` (one sentence), ``suspect_nodes``, ``exclude`` (Slurm hostlist),
+``exclude_option`` (``--exclude=...``), ``drain_nodes``, ``drain_command`` (argv; run only
+when asked) and ``lines``.
+
+``verdict`` is one of
+
+* ``suspects`` - some nodes or links are named; the node suspects are the exclude and
+  drain lists;
+* ``group_wide`` - more than half the nodes are low: the fault is something they share
+  (a switch, the fabric, a roll-out, the expectation itself), not the nodes. They are
+  still named as the evidence, but nobody is excluded or drained: that would take the
+  group out of service for a cause draining cannot fix;
+* ``no_suspect`` - every pair is within the tolerance.
 """
 
 from __future__ import annotations
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import hostlist as H
+from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import rank as R
 
 
 def _pct(severity):
@@ -26,15 +38,47 @@ def pair_lines(ranking):
     return lines
 
 
+def _group_wide_reason(ranking):
+    """Why nobody is drained when more than half the nodes are low, and the likely shared cause."""
+    names = [s["node"] for s in ranking.get("suspects", [])]
+    nodes = ranking.get("nodes") or names
+    evidence = []
+    shared = False
+    for test in ranking.get("tests", []):
+        low = [p for p in test["pairs"] if p["low"]]
+        if not low:
+            continue
+        failed = [p for p in low if p["value"] is None]
+        if test["agree"] and test["expected"] is not None and len(low) == len(test["pairs"]):
+            # Every pair about the same and all below the expectation: one cause they share.
+            shared = True
+            evidence.append("%s: every pair about %.0f %% of the expected %s %s and the pairs agree with each "
+                            "other" % (test["test"], 100 * R.goodness(test["median"], test["expected"], test["better"]),
+                                       R.fmt(test["expected"]), test["unit"]))
+        elif failed and len(failed) == len(low):
+            evidence.append("%s: %d of %d pairs failed" % (test["test"], len(failed), len(test["pairs"])))
+        else:
+            evidence.append("%s: %d of %d pairs low" % (test["test"], len(low), len(test["pairs"])))
+    if shared:
+        cause = ("a cause they share - the switch or fabric between them (link speed, MTU, congestion control, "
+                 "a firmware or driver roll-out) - or an expectation that does not fit this hardware")
+    else:
+        cause = ("not one node - a switch, the whole fabric, a change rolled out to these nodes, or a wrong "
+                 "expectation")
+    return ("group-wide: %d of %d nodes are low (%s): the likely cause is %s; nobody is drained or excluded, "
+            "check what the nodes share first" % (len(names), len(nodes), "; ".join(evidence), cause))
+
+
 def verdict(ranking, bisection=None, drain_reason="fabric_sweep"):
-    suspects = [s["node"] for s in (ranking or {}).get("suspects", [])]
+    ranking = ranking or {}
+    suspects = [s["node"] for s in ranking.get("suspects", [])]
     if bisection:
         suspects += [n for n in bisection.get("suspects", []) if n not in suspects]
     lines = []
-    for s in (ranking or {}).get("suspects", []):
+    for s in ranking.get("suspects", []):
         lines.append("suspect #%d %s (node, %s worse; %s): %s" % (
             s["rank"], s["node"], _pct(s["severity"]), ", ".join(s["tests"]), "; ".join(s["evidence"])))
-    for s in (ranking or {}).get("link_suspects", []):
+    for s in ranking.get("link_suspects", []):
         lines.append("suspect #%d link %s (%s worse; %s): %s" % (
             s["rank"], "-".join(s["nodes"]), _pct(s["severity"]), ", ".join(s["tests"]), "; ".join(s["evidence"])))
     if bisection:
@@ -51,17 +95,27 @@ def verdict(ranking, bisection=None, drain_reason="fabric_sweep"):
         if bisection.get("unresolved"):
             lines.append("bisection unresolved: %s (no known-good partner to test them with; give references)"
                          % ",".join(bisection["unresolved"]))
-    if (ranking or {}).get("group_wide"):
-        lines.append("more than half the nodes are low: the fault is not one node (a switch, the whole fabric, "
-                     "or a wrong expectation); the exclude list would empty the group")
-    if not lines:
-        lines.append("no suspect: every pair is within the tolerance of the group median and the expectation")
-    exclude = H.compress(suspects) if suspects else ""
+    removable = suspects
+    if ranking.get("group_wide"):
+        word = "group_wide"
+        reason = _group_wide_reason(ranking)
+        removable = []
+    elif suspects or ranking.get("link_suspects"):
+        word = "suspects"
+        named = suspects + ["link %s" % "-".join(s["nodes"]) for s in ranking.get("link_suspects", [])]
+        reason = "suspects: %s" % ", ".join(named)
+    else:
+        word = "no_suspect"
+        reason = "no suspect: every pair is within the tolerance of the group median and the expectation"
+    if word != "suspects":
+        lines.append(reason)
     return {
+        "verdict": word,
+        "verdict_reason": reason,
         "suspect_nodes": suspects,
-        "exclude": exclude,
-        "exclude_option": H.exclude_option(suspects),
-        "drain_nodes": suspects,
-        "drain_command": H.drain_argv(suspects, drain_reason) if suspects else [],
+        "exclude": H.compress(removable) if removable else "",
+        "exclude_option": H.exclude_option(removable),
+        "drain_nodes": removable,
+        "drain_command": H.drain_argv(removable, drain_reason) if removable else [],
         "lines": lines,
     }

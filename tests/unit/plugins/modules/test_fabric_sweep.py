@@ -158,3 +158,16 @@ def test_bad_input_fails_before_anything_runs(lab, args, message):
     r = run_module(lab, **args)
     assert r.get("failed") and message in r["msg"], r.get("msg")
     assert records(lab) == []
+
+
+def test_a_group_wide_result_is_reported_and_drains_nobody(lab):
+    # Issue 35 item 8: every pair misses the expectation alike; the fault is not one node.
+    tests = bench_tests(lab)
+    tests[1]["expect"] = 400
+    r = run_module(lab, slow="nobody", tests=tests, retest_low=0)
+    assert not r.get("failed"), r.get("msg")
+    assert r["group_wide"] is True and r["suspect_nodes"] == ["te1", "te2", "te3"]
+    assert r["drain_command"] == [] and r["exclude"] == "" and r["exclude_option"] == ""
+    assert r["verdict"] == "group_wide"
+    assert "3 of 3 nodes" in r["verdict_reason"] and "nobody is drained" in r["verdict_reason"]
+    assert r["lines"][-1] == r["verdict_reason"]
