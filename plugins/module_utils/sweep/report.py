@@ -4,8 +4,9 @@
 
 """The sweep's verdict in a few readable lines, and the exclude/drain lists (pure).
 
-``verdict(ranking, bisection, drain_reason) -> dict`` with ``verdict`` (one word, below),
-``verdict_reason`` (one sentence), ``suspect_nodes``, ``exclude`` (Slurm hostlist),
+``verdict(ranking, bisection, drain_reason, notes) -> dict`` with ``verdict`` (one word,
+below), ``verdict_reason`` (one sentence), ``cannot_judge`` (``[{test, reason}]``, the
+tests whose numbers cannot name anyone), ``suspect_nodes``, ``exclude`` (Slurm hostlist),
 ``exclude_option`` (``--exclude=...``), ``drain_nodes``, ``drain_command`` (argv; run only
 when asked) and ``lines``.
 
@@ -17,6 +18,9 @@ when asked) and ``lines``.
   (a switch, the fabric, a roll-out, the expectation itself), not the nodes. They are
   still named as the evidence, but nobody is excluded or drained: that would take the
   group out of service for a cause draining cannot fix;
+* ``cannot_judge`` - nobody is named, but the numbers cannot show a bad node: a test
+  without an expectation on too few nodes, or whose nodes split in two with the better
+  side not a majority (see :mod:`rank`). Never reported as "no suspect";
 * ``no_suspect`` - every pair is within the tolerance.
 """
 
@@ -60,17 +64,23 @@ def _group_wide_reason(ranking):
         else:
             evidence.append("%s: %d of %d pairs low" % (test["test"], len(low), len(test["pairs"])))
     if shared:
-        cause = ("a cause they share - the switch or fabric between them (link speed, MTU, congestion control, "
-                 "a firmware or driver roll-out) - or an expectation that does not fit this hardware")
+        cause = ("the likely cause is something they share - the switch or fabric between them (link speed, MTU, "
+                 "congestion control, a firmware or driver roll-out) - or an expectation that does not fit this "
+                 "hardware")
     else:
-        cause = ("not one node - a switch, the whole fabric, a change rolled out to these nodes, or a wrong "
-                 "expectation")
-    return ("group-wide: %d of %d nodes are low (%s): the likely cause is %s; nobody is drained or excluded, "
-            "check what the nodes share first" % (len(names), len(nodes), "; ".join(evidence), cause))
+        cause = ("the fault is not one node but likely a switch, the whole fabric, a change rolled out to these "
+                 "nodes, or a wrong expectation")
+    return ("group-wide: %d of %d nodes are low (%s): %s; nobody is drained or excluded, check what the nodes "
+            "share first" % (len(names), len(nodes), "; ".join(evidence), cause))
 
 
-def verdict(ranking, bisection=None, drain_reason="fabric_sweep"):
+def verdict(ranking, bisection=None, drain_reason="fabric_sweep", notes=None):
+    """The verdict (see the module doc); ``notes`` says per test why it has no expectation (the catalog's why-not)."""
     ranking = ranking or {}
+    notes = notes or {}
+    cannot_judge = [{"test": c["test"], "reason": c["reason"] + ("" if c["test"] not in notes else
+                                                                  " (%s)" % notes[c["test"]])}
+                    for c in ranking.get("cannot_judge", [])]
     suspects = [s["node"] for s in ranking.get("suspects", [])]
     if bisection:
         suspects += [n for n in bisection.get("suspects", []) if n not in suspects]
@@ -96,6 +106,7 @@ def verdict(ranking, bisection=None, drain_reason="fabric_sweep"):
             lines.append("bisection unresolved: %s (no known-good partner to test them with; give references)"
                          % ",".join(bisection["unresolved"]))
     removable = suspects
+    unjudged = [c["reason"] for c in cannot_judge]
     if ranking.get("group_wide"):
         word = "group_wide"
         reason = _group_wide_reason(ranking)
@@ -104,14 +115,27 @@ def verdict(ranking, bisection=None, drain_reason="fabric_sweep"):
         word = "suspects"
         named = suspects + ["link %s" % "-".join(s["nodes"]) for s in ranking.get("link_suspects", [])]
         reason = "suspects: %s" % ", ".join(named)
+    elif unjudged:
+        word = "cannot_judge"
+        reason = "cannot judge: " + "; ".join(unjudged)
     else:
         word = "no_suspect"
-        reason = "no suspect: every pair is within the tolerance of the group median and the expectation"
+        if ranking.get("tests") and all(t["expected"] is None for t in ranking["tests"]):
+            reason = ("no suspect: every pair is within the tolerance of the group median (no expectation was "
+                      "given: a group slow as a whole would look the same)")
+        else:
+            reason = "no suspect: every pair is within the tolerance of the group median and the expectation"
+    if word == "suspects" and unjudged:
+        # What the other tests could not judge is part of the answer, not a footnote.
+        reason += "; cannot judge: " + "; ".join(unjudged)
+    if word == "group_wide" or word == "suspects":
+        lines += ["cannot judge %s" % r for r in unjudged]
     if word != "suspects":
         lines.append(reason)
     return {
         "verdict": word,
         "verdict_reason": reason,
+        "cannot_judge": cannot_judge,
         "suspect_nodes": suspects,
         "exclude": H.compress(removable) if removable else "",
         "exclude_option": H.exclude_option(removable),

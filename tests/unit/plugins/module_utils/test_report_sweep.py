@@ -112,3 +112,14 @@ def test_a_group_wide_sweep_fails_the_report_with_its_reason_and_no_exclude_list
     (record,) = K.collect(on_every_node(fact))[0]["sweep"]
     assert record["passed"] is False and record["failure"] == "fabric_sweep: " + reason
     assert record["exclude_option"] == ""
+
+
+def test_a_sweep_that_cannot_judge_the_group_does_not_pass(slow):
+    # Issue 35 item 9: nobody named, but that is not "no suspect".
+    reason = ("cannot judge: bandwidth: 2 nodes with a result, too few to judge against each other (a pairwise "
+              "sweep needs 3); the group cannot be judged without an expectation or a known-good reference")
+    fact = dict(slow, suspect_nodes=[], link_suspects=[], verdict="cannot_judge", verdict_reason=reason,
+                exclude="", exclude_option="", drain_command=[], passed=None)
+    (record,) = K.collect(on_every_node(fact))[0]["sweep"]
+    assert record["passed"] is False and record["failure"] == "fabric_sweep: " + reason
+    assert "FAIL - fabric_sweep: cannot judge: bandwidth" in "\n".join(summary_lines(on_every_node(fact)))
