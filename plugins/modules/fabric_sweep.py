@@ -267,7 +267,7 @@ link_suspects:
   type: list
   elements: dict
 bisection:
-  description: The bisection's tests, C(suspects), C(unresolved), C(inconclusive) groups and rounds.
+  description: The bisection's C(group), tests, C(suspects), C(unresolved), C(inconclusive) groups and rounds.
   returned: when a bisection ran
   type: dict
 suspect_nodes:
@@ -342,7 +342,8 @@ drain_command:
   elements: str
   sample: [scontrol, update, NodeName=te3, State=DRAIN, Reason=fabric_sweep found this node slow]
 group_wide:
-  description: More than half the nodes are suspects - the fault is not one node (RV(verdict) is V(group_wide)).
+  description: More than half the nodes are suspects, of the ranking or the bisection - the fault is not one node
+    (RV(verdict) is V(group_wide)).
   returned: always
   type: bool
 lines:
@@ -519,7 +520,6 @@ def main():
             result["pairs"] = [pair for t in ranking["tests"] for pair in t["pairs"]]
             result["suspects"] = ranking["suspects"]
             result["link_suspects"] = ranking["link_suspects"]
-            result["group_wide"] = ranking["group_wide"]
         if group_test and (p["mode"] == "bisect" or p["bisect_when_low"]):
             known_good = [r["name"] for r in references]
             bisection = X.bisection(names, known_good, address_of, group_test, executor, p["tolerance"],
@@ -528,8 +528,8 @@ def main():
         summary = V.verdict(ranking, bisection, p["drain_reason"], notes)
     except (X.SweepRunError, R.RankError, HostlistError) as exc:
         module.fail_json(msg=str(exc), **result)
-    for key in ("verdict", "verdict_reason", "cannot_judge", "exclude", "exclude_option", "drain_command",
-                "suspect_nodes"):
+    for key in ("verdict", "verdict_reason", "group_wide", "cannot_judge", "exclude", "exclude_option",
+                "drain_command", "suspect_nodes"):
         result[key] = summary[key]
     result["lines"] = ([e["text"] for e in result.get("expectations_used", []) if e["origin"] == "catalog"]
                        + (V.pair_lines(ranking) if ranking else []) + summary["lines"])

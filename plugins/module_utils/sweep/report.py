@@ -14,7 +14,8 @@ when asked) and ``lines``.
 
 * ``suspects`` - some nodes or links are named; the node suspects are the exclude and
   drain lists;
-* ``group_wide`` - more than half the nodes are low: the fault is something they share
+* ``group_wide`` - more than half the nodes are low (named by the ranking or the
+  bisection): the fault is something they share
   (a switch, the fabric, a roll-out, the expectation itself), not the nodes. They are
   still named as the evidence, but nobody is excluded or drained: that would take the
   group out of service for a cause draining cannot fix;
@@ -42,12 +43,12 @@ def pair_lines(ranking):
     return lines
 
 
-def _group_wide_reason(ranking):
+def _group_wide_reason(ranking, names, nodes, bisection_only):
     """Why nobody is drained when more than half the nodes are low, and the likely shared cause."""
-    names = [s["node"] for s in ranking.get("suspects", [])]
-    nodes = ranking.get("nodes") or names
     evidence = []
     shared = False
+    if bisection_only:
+        evidence.append("bisection: each low with a known-good partner")
     for test in ranking.get("tests", []):
         low = [p for p in test["pairs"] if p["low"]]
         if not low:
@@ -107,9 +108,12 @@ def verdict(ranking, bisection=None, drain_reason="fabric_sweep", notes=None):
                          % ",".join(bisection["unresolved"]))
     removable = suspects
     unjudged = [c["reason"] for c in cannot_judge]
-    if ranking.get("group_wide"):
+    nodes = sorted(set(ranking.get("nodes") or []) | set((bisection or {}).get("group") or []))
+    group_wide = bool(ranking.get("group_wide")) or (bool(nodes) and len(suspects) * 2 > len(nodes))
+    if group_wide:
         word = "group_wide"
-        reason = _group_wide_reason(ranking)
+        bisection_only = not ranking.get("suspects")
+        reason = _group_wide_reason(ranking, suspects, nodes, bisection_only)
         removable = []
     elif suspects or ranking.get("link_suspects"):
         word = "suspects"
@@ -135,6 +139,7 @@ def verdict(ranking, bisection=None, drain_reason="fabric_sweep", notes=None):
     return {
         "verdict": word,
         "verdict_reason": reason,
+        "group_wide": group_wide,
         "cannot_judge": cannot_judge,
         "suspect_nodes": suspects,
         "exclude": H.compress(removable) if removable else "",

@@ -114,3 +114,16 @@ def test_no_suspect_without_an_expectation_says_what_it_cannot_see():
     summary = V.verdict(R.rank(all_pairs(GPUS, 1000.0)))
     assert summary["verdict"] == "no_suspect"
     assert summary["lines"][-1].startswith("no suspect") and "no expectation" in summary["lines"][-1]
+
+
+def test_a_bisection_that_names_most_of_the_group_drains_nobody():
+    # The whole group slow against its allreduce expectation, each node low with a known-good partner.
+    bisection = {"group": ["te1", "te2", "te3"], "suspects": ["te1", "te2", "te3"], "unresolved": [],
+                 "inconclusive": [], "tests": []}
+    summary = V.verdict(None, bisection)
+    assert summary["verdict"] == "group_wide" and summary["group_wide"] is True
+    assert summary["drain_command"] == [] and summary["exclude"] == ""
+    assert summary["verdict_reason"].startswith("group-wide: 3 of 3 nodes are low (bisection: each low with a "
+                                                "known-good partner)")
+    one = dict(bisection, suspects=["te3"])
+    assert V.verdict(None, one)["drain_nodes"] == ["te3"] and V.verdict(None, one)["group_wide"] is False
