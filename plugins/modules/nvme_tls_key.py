@@ -18,7 +18,7 @@ description:
     inserts the TLS PSK of each into the kernel keyring (O(keyring)) under the version 0 identity
     C(NVMe0R<hash> <hostnqn> <subsysnqn>) that the kernel and tlshd look up.
   - No key is ever put on a command line or in an environment (other local users read
-    C(/proc/PID/cmdline)): the module computes the TLS PSK that the installed nvme-cli's
+    C(/proc/PID/cmdline)). The module computes the TLS PSK that the installed nvme-cli's
     C(check-tls-key --insert) would insert (the retained PSK and the TLS PSK, HKDF with the key's
     hash) and adds it with the add_key(2) system call through libkeyutils, making the calls libnvme
     makes (the keyring linked into the session keyring, a key of the same identity revoked, the new
@@ -30,7 +30,7 @@ description:
     C(--compat) or not) or, in 3.x, C(nvme keys insert-tls-psk --help); nvme-cli 2.3 (Debian 12) can
     insert no key, and the module says so.
   - A key missing from the keyring (after a reboot, or removed by hand) is inserted again; a changed PSK
-    for a pair is inserted over the old one (a rotation: the old key is revoked, as nvme-cli does;
+    for a pair is inserted over the old one (a rotation; the old key is revoked, as nvme-cli does;
     connections already up keep their session, new connections use the new key; the target is not
     touched). Keys the store listed and O(keys) no longer does are unlinked from the keyring.
   - PSKs are never returned, logged or shown in a diff; results name keys by their identity.

@@ -52,14 +52,21 @@ def keyring_serial(proc_keys_text, name):
     return parse_proc_keys(proc_keys_text).get(("keyring", name))
 
 
-def keyring_id(proc_keys_text, keyring):
-    """The serial of ``keyring``: a number as it is (decimal or 0x-hex, as nvme-cli's --keyring
-    takes it), a name looked up in /proc/keys; None when not found."""
-    text = str(keyring).strip()
+def parse_serial(text):
+    """A key serial as nvme-cli's --keyring and --tls_key take one (decimal or 0x-hex), or None
+    when ``text`` is something else (a keyring name, a PSK)."""
+    text = str(text).strip()
     try:
         return int(text, 16) if text.lower().startswith("0x") else int(text, 10)
     except ValueError:
-        return keyring_serial(proc_keys_text, text)
+        return None
+
+
+def keyring_id(proc_keys_text, keyring):
+    """The serial of ``keyring``: a number as it is, a name looked up in /proc/keys; None when
+    not found."""
+    serial = parse_serial(keyring)
+    return serial if serial is not None else keyring_serial(proc_keys_text, str(keyring).strip())
 
 
 def insert_derivation(check_help, keys_insert_help):

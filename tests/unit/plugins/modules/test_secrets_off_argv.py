@@ -137,8 +137,11 @@ def record_commands(monkeypatch, module, answers=()):
     return calls
 
 
-def connect(monkeypatch, tmp_path, **args):
-    FakeSysfs.live, FakeKeys.added = [], []
+def connect(monkeypatch, tmp_path, keep=False, **args):
+    """Run nvme_connect with ``args``; the fake host starts empty unless ``keep``."""
+    if not keep:
+        FakeSysfs.live = []
+    FakeKeys.added = []
     kernel = []
 
     def kernel_connect(values, *a, **kw):
@@ -256,3 +259,40 @@ def test_the_boot_time_loader_keeps_the_psk_off_every_argv_and_environment(monke
     assert secrets_seen(calls, [PSK, PSK.split(":")[2]]) == [], "the PSK on a command line or in an environment"
     assert calls and all(env and env.get("LC_ALL") == "C" for argv, env, data in calls)
     assert FakeKeys.added == [(KEYRING_SERIAL, "psk", IDENTITY, PAYLOAD)]
+
+
+def test_a_connect_with_secrets_says_how_it_connects_and_check_mode_writes_nothing(monkeypatch, tmp_path):
+    result, calls, kernel = connect(monkeypatch, tmp_path, dhchap_secret=HOST_KEY, _ansible_check_mode=True)
+    assert result["changed"] is True and result["operations"] == [connect_run.CONNECT_WITH_SECRETS]
+    assert kernel == [] and calls == []
+    result, calls, kernel = connect(monkeypatch, tmp_path, dhchap_secret=HOST_KEY)
+    assert result["operations"] == [connect_run.CONNECT_WITH_SECRETS] and len(kernel) == 1
+    again, calls, kernel = connect(monkeypatch, tmp_path, keep=True, dhchap_secret=HOST_KEY)
+    assert again["changed"] is False and again["operations"] == [] and kernel == [] and calls == []
+
+
+def test_tls_without_a_secret_stays_with_nvme_cli_and_a_key_serial_goes_to_the_kernel(monkeypatch, tmp_path):
+    result, calls, kernel = connect(monkeypatch, tmp_path, tls=True, keyring=".nvme")
+    assert "failed" not in result, result
+    assert kernel == [] and [c[0][1:] for c in calls if c[0][1] == "connect" and "--help" not in c[0]] == [
+        ["connect", "--transport=tcp", "--traddr=10.99.0.1", "--trsvcid=4420", "--nqn=%s" % NQN,
+         "--hostnqn=%s" % HOSTNQN, "--hostid=%s" % HOSTID, "--keyring=.nvme", "--tls"]]
+    result, calls, kernel = connect(monkeypatch, tmp_path, tls=True, tls_key="0x2d3f", keyring=".nvme")
+    assert "failed" not in result, result
+    assert [(k["tls_key"], k["keyring"]) for k in kernel] == [(0x2d3f, KEYRING_SERIAL)] and FakeKeys.added == []
+
+
+def test_a_malformed_psk_as_tls_key_is_refused_before_anything_runs(monkeypatch, tmp_path):
+    bad = PSK.replace("1ew", "2ew")
+    result, calls, kernel = connect(monkeypatch, tmp_path, tls=True, tls_key=bad)
+    assert result["failed"] and "tls_key" in result["msg"] and "CRC-32" in result["msg"]
+    assert bad not in result["msg"] and calls == [] and kernel == []
+
+
+def test_discover_with_a_secret_needs_a_host_nqn(monkeypatch, tmp_path):
+    calls = record_commands(monkeypatch, nvme_discover)
+    monkeypatch.setattr(nvme_discover, "FabricsSysfs", FakeSysfs)
+    monkeypatch.setattr(nvme_discover, "host_identity", lambda *a: host_identity(*a, etc=str(tmp_path)))
+    result = run_main(monkeypatch, nvme_discover, dict(transport="tcp", traddr="10.99.0.1", dhchap_secret=HOST_KEY))
+    assert result["failed"] and "set hostnqn" in result["msg"] and HOST_KEY not in result["msg"]
+    assert calls == []
