@@ -283,7 +283,7 @@ def run(args):
     def record(finished):
         out = {"host": socket.gethostname(), "boot_id": boot_id, "started": started, "ended": time.time(),
                "uptime_at_start_s": uptime_at_start, "finished": finished, "interval_s": args.interval,
-               "sweeps": sweeps, "secrets_checked": len(set(n for n, _ in sampler.needles)),
+               "sweeps": sweeps, "secrets_checked": len(set(n for n, needle in sampler.needles)),
                "exec_source": status["exec_source"], "exec_events": status["exec_events"],
                "exec_overruns": status["exec_events_lost"],
                "sweep_gap_ms": {"mean": round(1000 * sum(gaps) / len(gaps), 1) if gaps else None,
@@ -324,7 +324,7 @@ def report(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     commands = parser.add_subparsers(dest="command")
     run_p = commands.add_parser("run")
     run_p.add_argument("--secrets", required=True)

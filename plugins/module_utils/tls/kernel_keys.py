@@ -53,8 +53,8 @@ class KernelKeys(object):
     @staticmethod
     def _failed(call, description):
         code = ctypes.get_errno()
-        return KernelKeyError("%s failed for %r: %s (%s)" % (call, description, os.strerror(code),
-                                                            errno.errorcode.get(code, code)))
+        name = errno.errorcode.get(code, code)
+        return KernelKeyError("%s failed for %r: %s (%s)" % (call, description, os.strerror(code), name))
 
     def replace(self, ring, key_type, description, payload):
         """Add ``payload`` (bytes) as a key ``key_type``/``description`` to keyring ``ring``
