@@ -305,7 +305,7 @@ def start_connection(module, params, plan, cli, sysfs):
                 else:
                     cli.connect(desired)
     except KeyringError as exc:
-        raise ConnectFailure("cannot put tls_key into the kernel keyring: %s" % exc)
+        raise ConnectFailure("cannot give the kernel the TLS keyring or key of this connect: %s" % exc)
     except NvmeCliError as exc:
         details = exc.details()
         msg = exc.msg

@@ -81,13 +81,19 @@ def carries_secret(values):
     return any(values.get(key) for key in SECRET_PARAMS)
 
 
+# libnvme (build_options) leaves out a number option that is not positive - the kernel's
+# default applies then (keep_alive_tmo=0 is its 5 s, fast_io_fail_tmo=-1 its "off") - except
+# ctrl_loss_tmo, which it writes from -1 (reconnect for ever) up; so does this file.
+POSITIVE_ONLY = ("nr_io_queues", "queue_size", "keep_alive_tmo", "reconnect_delay", "fast_io_fail_tmo")
+
+
 def kernel_options(values):
     """The option string for /dev/nvme-fabrics. The kernel splits it at commas and
     newlines, so a value holding either is refused here rather than misread there."""
     parts = []
     for key, name in KERNEL_OPTIONS:
         value = values.get(key)
-        if value is None or value == "":
+        if value is None or value == "" or (key in POSITIVE_ONLY and isinstance(value, int) and value <= 0):
             continue
         text = str(value)
         if "," in text or "\n" in text:

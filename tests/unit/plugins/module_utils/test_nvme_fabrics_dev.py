@@ -108,6 +108,13 @@ def test_tls_keys_and_flags_follow_nvme_clis_order_as_serials():
     assert "tls" not in fabrics_dev.kernel_options(dict(VALUES, tls=False)).split(",")
 
 
+def test_numbers_nvme_cli_would_leave_out_are_left_out():
+    # libnvme 1.13 build_options: add_int_argument skips 0 and below, ctrl_loss_tmo keeps -1 and 0.
+    text = fabrics_dev.kernel_options(dict(VALUES, keep_alive_tmo=0, fast_io_fail_tmo=-1, ctrl_loss_tmo=-1))
+    assert "keep_alive_tmo" not in text and "fast_io_fail_tmo" not in text and text.endswith(",ctrl_loss_tmo=-1")
+    assert fabrics_dev.kernel_options(dict(VALUES, ctrl_loss_tmo=0)).endswith(",ctrl_loss_tmo=0")
+
+
 def test_what_carries_a_secret():
     assert not fabrics_dev.carries_secret(dict(VALUES, tls=True, keyring=".nvme"))
     for key in ("dhchap_secret", "dhchap_ctrl_secret", "tls_key"):
