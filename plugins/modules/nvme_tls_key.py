@@ -15,21 +15,32 @@ description:
     CRC-32) before anything changes.
   - Writes them to a key store (O(store), mode 0600 in a 0700 directory) that
     C(aiinfra-nvme-tls-keys.service) (installed by the aiinfra.fabric.nvme_tls role) reads at boot, and
-    derives and inserts the TLS PSK of each into the kernel keyring (O(keyring)) with nvme-cli, under
-    the version 0 identity C(NVMe0R<hash> <hostnqn> <subsysnqn>) that the kernel and tlshd look up.
+    inserts the TLS PSK of each into the kernel keyring (O(keyring)) under the version 0 identity
+    C(NVMe0R<hash> <hostnqn> <subsysnqn>) that the kernel and tlshd look up.
+  - No key is ever put on a command line or in an environment (other local users read
+    C(/proc/PID/cmdline)). The module computes the TLS PSK that the installed nvme-cli's
+    C(check-tls-key --insert) would insert (the retained PSK and the TLS PSK, HKDF with the key's
+    hash) and adds it with the add_key(2) system call through libkeyutils, making the calls libnvme
+    makes (the keyring linked into the session keyring, a key of the same identity revoked, the new
+    one added). The boot-time loader does the same.
+  - Two derivations exist, and both ends of a connection must use the same one. nvme-cli 2.16 and
+    later (libnvme 1.16) derive as RFC 8446 defines HKDF-Expand-Label and offer C(--compat) for the
+    older form; nvme-cli up to 2.15 (Debian 13's 2.13) know only that older form. The module uses the
+    one the host's own nvme-cli would, read from C(nvme check-tls-key --help) (C(--insert), and
+    C(--compat) or not) or, in 3.x, C(nvme keys insert-tls-psk --help); nvme-cli 2.3 (Debian 12) can
+    insert no key, and the module says so.
   - A key missing from the keyring (after a reboot, or removed by hand) is inserted again; a changed PSK
-    for a pair is inserted over the old one (a rotation; connections already up keep their session,
-    new connections use the new key; the target is not touched). Keys the store listed and O(keys) no
-    longer does are unlinked from the keyring.
-  - Which nvme-cli command inserts keys is read from nvme-cli's help (C(check-tls-key --insert) in 2.x,
-    C(keys insert-tls-psk) in 3.x); nvme-cli 2.3 (Debian 12) has neither, and the module says so.
+    for a pair is inserted over the old one (a rotation; the old key is revoked, as nvme-cli does;
+    connections already up keep their session, new connections use the new key; the target is not
+    touched). Keys the store listed and O(keys) no longer does are unlinked from the keyring.
   - PSKs are never returned, logged or shown in a diff; results name keys by their identity.
 version_added: 0.2.0
 author:
   - aiinfra.fabric contributors (!UNKNOWN)
 requirements:
-  - nvme-cli with TLS key support (Debian 13's 2.13), keyutils (C(keyctl)) for unlinking, a kernel with
-    C(CONFIG_NVME_TCP_TLS) or C(CONFIG_NVME_TARGET_TCP_TLS).
+  - nvme-cli with TLS key support (Debian 13's 2.13; only its help is read), keyutils (C(libkeyutils.so.1)
+    for inserting, C(keyctl) for unlinking), a kernel with C(CONFIG_NVME_TCP_TLS) or
+    C(CONFIG_NVME_TARGET_TCP_TLS) (and with them the C(.nvme) keyring of C(nvme-keyring)).
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
   - aiinfra.fabric.attributes.declarative
@@ -169,7 +180,7 @@ def main():
     plan = plan_keys(stored, desired, loaded, p["state"])
     if plan["insert"] and not module.check_mode:
         try:
-            loader.prefix()
+            loader.derivation()
         except KeyringError as exc:
             module.fail_json(msg=str(exc))
     operations = (["write store %s" % p["store"]] if plan["store"] == "write" else []) \
