@@ -40,8 +40,11 @@ def nvmet_target_record(previous, topo, document, operations, files_created, rul
                                         rules_opened or [])
 
 
-def nvmet_target_teardown(previous, named, subsystems_now, ports_now):
-    return record.teardown_plan(previous, named, subsystems_now, ports_now)
+def nvmet_target_teardown(previous, named, subsystems_now, ports_now, named_by_default=False):
+    try:
+        return record.teardown_plan(previous, named, subsystems_now, ports_now, named_by_default=bool(named_by_default))
+    except record.RecordError as exc:
+        raise AnsibleFilterError(str(exc))
 
 
 def nvmet_target_pending(document, lines, purge="none", keep_port_links=False, force=False, allow_reconfigure=False,
