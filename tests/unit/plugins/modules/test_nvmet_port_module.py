@@ -2,8 +2,8 @@
 """nvmet_port module glue on the FAKE configfs tree (nvmet_fake.py), tried the way a new
 user would: a second port given the transport address another port already has. The
 kernel cannot listen twice on one address, so such a port could never be enabled (the
-first subsystem link fails with EADDRINUSE while the other port listens); the lab proof
-of the kernel's refusal is molecule/nvmet_modules."""
+first subsystem link fails with EADDRINUSE while the other port listens). The fake tree
+does not emulate that refusal; it is the kernel's, not proven here."""
 
 from __future__ import annotations
 
