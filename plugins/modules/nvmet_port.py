@@ -168,7 +168,7 @@ notes:
   - Needs the C(nvmet) kernel module and the transport's module loaded; loading them is the role's job
     (community.general.modprobe).
   - A port whose transport address (O(trtype), O(traddr), O(trsvcid)) another port already has is refused before
-    anything changes, naming that port: the kernel listens once per address, so such a port could never be enabled.
+    anything changes, naming that port. The kernel listens once per address, so such a port could never be enabled.
 seealso:
   - module: aiinfra.fabric.nvmet_subsystem
   - module: aiinfra.fabric.nvmet_info

@@ -170,12 +170,12 @@ options:
         C(nvmetcli restore) read it.
       - The keys never come back in the result; RV(save_file) says only what happened to the file.
       - Each enabled namespace's backing file is recorded with its identity (C(file_identity), inode and size, which
-        nvmetcli ignores): that of the file the kernel opened. A namespace that stays enabled keeps the identity
+        nvmetcli ignores), that of the file the kernel opened. A namespace that stays enabled keeps the identity
         recorded before, even when another file has since been put at its path. The boot restorer exports a file
         only when it is still that one.
-      - A document that would keep or make a namespace enabled on a file that is not the one the file recorded (the
-        image was deleted, replaced or resized after the save: the kernel still serves the old one while the
-        namespace stays enabled) is refused before any change, naming the namespace, unless O(force).
+      - A document that would keep or make a namespace enabled on a file that is not the one the file recorded is
+        refused before any change, naming the namespace, unless O(force). The image was deleted, replaced or resized
+        after the save, and the kernel still serves the old one while the namespace stays enabled.
       - In check mode with planned changes the file is reported as V(would write) without comparing it.
       - With O(remove), see there.
     type: path
