@@ -147,8 +147,9 @@ def teardown_plan(previous, named, subsystems_now, ports_now, named_by_default=F
     record_left = {}
     if left:
         record_left = {"version": VERSION, "subsystems": left,
-                       "ports": dict((k, v) for k, v in rec["ports"].items() if k in ports_left),
-                       "removed": sorted(set(removed_before) | set(scope))}
+                       "ports": dict((k, v) for k, v in rec["ports"].items() if k in ports_left)}
+        if removed_before or scope:
+            record_left["removed"] = sorted(set(removed_before) | set(scope))
     return {
         "subsystems": scope,
         "ports": ports,

@@ -119,3 +119,9 @@ def test_a_second_teardown_of_the_same_subsystem_finds_nothing_to_do():
                    PORTS, [])
     assert teardown_plan(rec, [A], NOW_SUBS, NOW_PORTS)["subsystems"] == [A]
     assert A not in rec.get("removed", [])
+
+
+def test_a_teardown_that_removes_nothing_leaves_the_record_as_it_was():
+    rec = load_record(RECORD)
+    plan = teardown_plan(RECORD, [], NOW_SUBS, NOW_PORTS)
+    assert plan["subsystems"] == [] and plan["record_left"] == rec
