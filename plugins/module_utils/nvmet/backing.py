@@ -56,11 +56,12 @@ def saved_identities(doc):
     for sub in subsystems if isinstance(subsystems, list) else []:
         for ns in (sub.get("namespaces") or []) if isinstance(sub, dict) else []:
             ident = ns.get(IDENTITY_KEY) if isinstance(ns, dict) else None
-            path = (ns.get("device") or {}).get("path") if isinstance(ident, dict) else None
+            if not isinstance(ident, dict):
+                continue
             try:
-                out[(sub.get("nqn"), int(ns.get("nsid")), path)] = {"inode": int(ident["inode"]),
-                                                                     "size": int(ident["size"])}
-            except (KeyError, TypeError, ValueError):
+                key = (sub.get("nqn"), int(ns.get("nsid")), (ns.get("device") or {}).get("path"))
+                out[key] = {"inode": int(ident["inode"]), "size": int(ident["size"])}
+            except (AttributeError, KeyError, TypeError, ValueError):
                 continue
     return out
 

@@ -262,8 +262,8 @@ def _refuse_taken_address(state, pid, addr):
             raise NvmetError(
                 "port %d: %s %s service %s is already the address of port %d; the kernel listens once per "
                 "transport address, so port %d could never be enabled beside it. Use another traddr or trsvcid, "
-                "or change or remove port %d first" % (pid, addr["trtype"], addr["traddr"], addr.get("trsvcid") or "-",
-                                                        other, pid, other))
+                "or change or remove port %d first"
+                % (pid, addr["trtype"], addr["traddr"], addr.get("trsvcid") or "-", other, pid, other))
 
 
 def plan_port(state, spec, conns=None, force=False, allow_reconfigure=False, missing_ok=False):
