@@ -2,7 +2,8 @@
 # Copyright: aiinfra.fabric contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of the nvmeof_target role: its variables to one nvmet_target document, its
-record, and whether nvmet_target would change anything.
+record, whether nvmet_target would change anything, and which enabled namespaces hold
+a file open.
 
 The logic lives in plugins/module_utils/nvmet/topology.py, record.py and snapshot.py; each filter
 here only turns their errors into a filter error. Documented in the .yml files beside.
@@ -40,14 +41,25 @@ def nvmet_target_record(previous, topo, document, operations, files_created, rul
                                         rules_opened or [])
 
 
-def nvmet_target_teardown(previous, named, subsystems_now, ports_now):
-    return record.teardown_plan(previous, named, subsystems_now, ports_now)
+def nvmet_target_teardown(previous, named, subsystems_now, ports_now, named_by_default=False):
+    try:
+        return record.teardown_plan(previous, named, subsystems_now, ports_now, named_by_default=bool(named_by_default))
+    except record.RecordError as exc:
+        raise AnsibleFilterError(str(exc))
 
 
 def nvmet_target_pending(document, lines, purge="none", keep_port_links=False, force=False, allow_reconfigure=False,
                          save_file=""):
     return snapshot.target_pending(document, lines, purge=purge, force=force, allow_reconfigure=allow_reconfigure,
                                    keep_port_links=keep_port_links, save_file=save_file or None)
+
+
+def nvmet_enabled_namespaces_on(lines, paths):
+    try:
+        return snapshot.enabled_namespaces_on(lines, paths)
+    except ValueError as exc:
+        raise AnsibleFilterError("the probe's copy of configfs cannot be read, so whether an enabled namespace "
+                                 "still exports %s cannot be told: %s" % (", ".join(paths or []), exc))
 
 
 class FilterModule(object):
@@ -59,4 +71,5 @@ class FilterModule(object):
             "nvmet_target_record": nvmet_target_record,
             "nvmet_target_teardown": nvmet_target_teardown,
             "nvmet_target_pending": nvmet_target_pending,
+            "nvmet_enabled_namespaces_on": nvmet_enabled_namespaces_on,
         }

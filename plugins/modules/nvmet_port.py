@@ -167,6 +167,8 @@ options:
 notes:
   - Needs the C(nvmet) kernel module and the transport's module loaded; loading them is the role's job
     (community.general.modprobe).
+  - A port whose transport address (O(trtype), O(traddr), O(trsvcid)) another port already has is refused before
+    anything changes, naming that port. The kernel listens once per address, so such a port could never be enabled.
 seealso:
   - module: aiinfra.fabric.nvmet_subsystem
   - module: aiinfra.fabric.nvmet_info
@@ -332,7 +334,7 @@ def main():
     tree = ConfigfsTree(p["configfs_root"])
     try:
         check_configfs(tree)
-        spec = normalize_port(p)
+        spec = normalize_port(p, tree.sysfs_root)
         state = tree.read()
         ops = plan_port(state, spec, tree.connections(state), p["force"], p["allow_reconfigure"],
                         missing_ok=module.check_mode)

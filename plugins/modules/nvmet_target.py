@@ -117,7 +117,10 @@ options:
     type: bool
     default: false
   force:
-    description: Go ahead with changes that disconnect connected hosts, or when this host cannot tell whether any are.
+    description:
+      - Go ahead with changes that disconnect connected hosts, or when this host cannot tell whether any are.
+      - With O(save_file), also export and save a namespace's backing file that is not the one the file recorded (see
+        O(save_file)).
     type: bool
     default: false
   allow_reconfigure:
@@ -166,6 +169,13 @@ options:
         format (mode 0600, directory 0700, atomically), only when its content differs; the boot restorer and
         C(nvmetcli restore) read it.
       - The keys never come back in the result; RV(save_file) says only what happened to the file.
+      - Each enabled namespace's backing file is recorded with its identity (C(file_identity), inode and size, which
+        nvmetcli ignores), that of the file the kernel opened. A namespace that stays enabled keeps the identity
+        recorded before, even when another file has since been put at its path. The boot restorer exports a file
+        only when it is still that one.
+      - A document that would keep or make a namespace enabled on a file that is not the one the file recorded is
+        refused before any change, naming the namespace, unless O(force). The image was deleted, replaced or resized
+        after the save, and the kernel still serves the old one while the namespace stays enabled.
       - In check mode with planned changes the file is reported as V(would write) without comparing it.
       - With O(remove), see there.
     type: path
@@ -268,7 +278,13 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.applier impor
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import NvmetError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.document import DocumentError, validate_document
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.model import ConfigfsTree
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import save_to_file
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.backing import (
+    identities_to_record,
+    refusal,
+    reopened_by,
+    replaced_files,
+)
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import read_saved, save_to_file
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.target import (
     PURGE_CHOICES,
     changed_keys,
@@ -346,8 +362,14 @@ def main():
     except NvmetError as exc:
         module.fail_json(msg=exc.msg, changed=False, operations=[])
 
+    previous = read_saved(p["save_file"]) if p["save_file"] else None
+    if previous is not None and not p["force"]:
+        replaced = replaced_files(simulate(state, ops), previous)
+        if replaced:
+            module.fail_json(msg=refusal(replaced, p["save_file"]), changed=False, operations=[])
     after = apply_ops(module, tree, state, ops)
-    saved = save_target(tree, p["save_file"], state, ops, module)
+    saved = save_target(tree, p["save_file"], after, ops, module,
+                        None if p["force"] else previous)
     exit_with(module, state, after, ops, saved, changed_keys(ops))
 
 
@@ -412,15 +434,18 @@ def remove_and_exit(module, tree, p):
     exit_with(module, state, after, ops, saved, [])
 
 
-def save_target(tree, path, state, ops, module):
-    """Persist the target as configfs now has it: the state just read when nothing changed, a
-    fresh read after changes; in check mode with changes the file would differ."""
+def save_target(tree, path, after, ops, module, previous):
+    """Persist the target as configfs now has it (``after``: the state just read when nothing
+    changed, the objects the plan touched read again after changes); in check mode with
+    changes the file would differ. Backing files: the identities ``previous`` (the file as it
+    was; None with force) recorded, except for namespaces this plan enabled, read now."""
     if not path:
         return ""
     if ops and module.check_mode:
         return "would write"
     try:
-        return save_to_file(tree, path, check=module.check_mode, state=None if ops else state)
+        files = identities_to_record(after, previous, reopened_by(ops))
+        return save_to_file(tree, path, check=module.check_mode, state=after, files=files)
     except (OSError, NvmetError) as exc:
         module.fail_json(msg="the target was configured, but saving it to %s failed: %s" % (path, exc),
                          changed=bool(ops), operations=[op.text() for op in ops])

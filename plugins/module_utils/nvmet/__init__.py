@@ -12,6 +12,8 @@ The pieces, in the order data flows through them:
 * planner.py   plan_host / plan_subsystem / plan_port: pure, state + spec -> [Op]
 * applier.py   apply_plan (kernel errors explained) and simulate (check mode's "after")
 * savefile.py  nvmetcli's save-file schema, whole-document plan/restore/clear, save file
+* backing.py   which file each namespace exports (inode and size), recorded in the save
+               file and compared before a file is exported again
 * restore.py   the boot-time restorer's command line (standard library only)
 * result.py    the modules' shared apply-and-exit (the only file importing Ansible)
 """

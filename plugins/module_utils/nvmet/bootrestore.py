@@ -7,7 +7,7 @@ At boot one bad object must not keep everything else down, and nothing may be dr
 without a word. :func:`restore_best_effort` loads the kernel modules the file needs,
 then restores object by object (hosts, subsystems, ports). What it cannot restore is
 skipped and reported with the reason: a namespace whose device or file is missing or
-that has none, a subsystem whose name is not an NQN, a host whose key is masked, a
+that has none, or whose file is not the one the save file recorded (backing.py), a subsystem whose name is not an NQN, a host whose key is masked, a
 port whose transport module does not load, an object the kernel refused. A subsystem
 that failed part way is not linked to any port, so it is never exported half made.
 Content of the file this restorer does not apply at all (passthru, reservations
@@ -21,6 +21,7 @@ import os
 import shutil
 import subprocess
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import backing
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.applier import apply_plan, simulate
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import DISCOVERY_NQN, TRANSPORT_MODULES, NvmetError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.discovery import plan_discovery_nqn, validate_discovery_nqn
@@ -39,7 +40,7 @@ _KEYS = {
     "discovery": ("nqn",),
     "host": ("nqn", "dhchap"),
     "subsystem": ("nqn", "attr", "allowed_hosts", "namespaces", "passthru"),
-    "namespace": ("nsid", "enable", "device", "ana", "ana_grpid", "resv", "buffered_io"),
+    "namespace": ("nsid", "enable", "device", "ana", "ana_grpid", "resv", "buffered_io", backing.IDENTITY_KEY),
     "device": ("path", "uuid", "nguid"),
     "port": ("portid", "addr", "param", "subsystems", "referrals", "ana_groups"),
 }
@@ -126,8 +127,13 @@ class _Run(object):
         return True
 
 
-def _namespaces(run, spec, claimed):
-    """Keep the namespaces that can be enabled; skip and report the others."""
+def _namespaces(run, spec, claimed, saved_files):
+    """Keep the namespaces that can be enabled; skip and report the others.
+
+    ``saved_files``: the identities the save file records (backing.py); a file that is
+    not the one saved is not exported (a blank one made in place of a deleted image
+    would show the initiators an empty disk).
+    """
     base = "subsystems/%s/namespaces/" % spec["nqn"]
     kept = []
     for ns in spec["namespaces"]:
@@ -138,6 +144,14 @@ def _namespaces(run, spec, claimed):
             continue
         if not os.path.exists(path):
             run.skip(obj, "its device or file %s does not exist at restore time" % path)
+            continue
+        saved = backing.saved_for(saved_files, spec["nqn"], ns.get("nsid"), path) if ns.get("enabled") else None
+        how = backing.mismatch(saved, backing.file_identity(path)) if saved else None
+        if how:
+            run.skip(obj, "%s is not the file that was saved (%s): it was deleted, replaced or resized after the "
+                     "save, and exporting it could show the initiators a blank or different disk. Check it; to export "
+                     "it anyway, run the nvmeof_target role with nvmeof_target_force (or nvmet_target with force)"
+                     % (path, how))
             continue
         other = claimed.get(os.path.realpath(path))
         if other and other != obj:
@@ -203,6 +217,7 @@ def restore_best_effort(doc, tree, load_module=None, check=False, force=False, a
 
     failed_subs = set()
     claimed = _claimed_paths(run.state)
+    saved_files = backing.saved_identities(doc)
     for raw in specs["subsystems"]:
         obj = "subsystems/%s" % raw.get("nqn")
         try:
@@ -212,7 +227,7 @@ def restore_best_effort(doc, tree, load_module=None, check=False, force=False, a
             failed_subs.add(raw.get("nqn"))
             continue
         spec = dict(raw)
-        spec["namespaces"] = _namespaces(run, raw, claimed)
+        spec["namespaces"] = _namespaces(run, raw, claimed, saved_files)
         if len(spec["namespaces"]) < len(raw["namespaces"]):
             # Leave a live namespace the file lists but that cannot be restored alone.
             spec["purge_namespaces"] = False

@@ -9,6 +9,8 @@ They read nothing from the host; live connections come in as ``conns``
 
 from __future__ import annotations
 
+import ipaddress
+
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.canonical import ANA_ACCESSIBLE, effective_inline_data_size
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import (
     HOST_KEY_FIELDS,
@@ -238,6 +240,32 @@ def plan_subsystem(state, spec, conns=None, force=False):
     return ops
 
 
+def _same_address(a, b):
+    """Whether two ports' transport addresses are one: same transport, service id and
+    address (IP addresses compared as addresses, 10.0.0.1 and ::ffff:10.0.0.1 apart)."""
+    if not a.get("traddr") or not b.get("traddr") or a.get("trtype") != b.get("trtype"):
+        return False
+    if str(a.get("trsvcid") or "") != str(b.get("trsvcid") or ""):
+        return False
+    try:
+        return ipaddress.ip_address(a["traddr"]) == ipaddress.ip_address(b["traddr"])
+    except ValueError:
+        return str(a["traddr"]).lower() == str(b["traddr"]).lower()
+
+
+def _refuse_taken_address(state, pid, addr):
+    """Refuse a port whose transport address another port already has: the kernel listens
+    once per address, so the second port could never be enabled (its first subsystem link
+    fails with EADDRINUSE while the other listens), or would take it from the other."""
+    for other in sorted(state["ports"]):
+        if other != pid and _same_address(addr, state["ports"][other]):
+            raise NvmetError(
+                "port %d: %s %s service %s is already the address of port %d; the kernel listens once per "
+                "transport address, so port %d could never be enabled beside it. Use another traddr or trsvcid, "
+                "or change or remove port %d first"
+                % (pid, addr["trtype"], addr["traddr"], addr.get("trsvcid") or "-", other, pid, other))
+
+
 def plan_port(state, spec, conns=None, force=False, allow_reconfigure=False, missing_ok=False):
     """Plan ports/<port_id> (spec from normalize_port). Pure: reads nothing.
 
@@ -300,6 +328,9 @@ def plan_port(state, spec, conns=None, force=False, allow_reconfigure=False, mis
     want_links = spec.get("subsystems")
     if want_links is None:
         want_links = linked
+    if pid not in state["ports"] or settings or [n for n in want_links if n not in linked]:
+        _refuse_taken_address(state, pid, dict((f, spec.get(f) if spec.get(f) is not None else cur.get(f))
+                                               for f in ("trtype", "traddr", "trsvcid")))
     if settings and linked:
         changed = ", ".join(o.path.rsplit("/", 1)[1] for o in settings)
         if not allow_reconfigure:

@@ -16,11 +16,22 @@ from __future__ import annotations
 VERSION = 2
 
 
+class RecordError(Exception):
+    """A teardown the record cannot support (a name it does not list); nothing was changed."""
+
+
 def load_record(raw):
-    """The record in its current shape; version 1 (one entry per NQN at the top) is converted."""
+    """The record in its current shape; version 1 (one entry per NQN at the top) is converted.
+
+    ``removed``: subsystems an earlier teardown removed while others stayed recorded, so
+    that running the same teardown again finds nothing to do instead of an unknown name.
+    """
     raw = raw or {}
     if raw.get("version") == VERSION:
-        return {"version": VERSION, "subsystems": dict(raw.get("subsystems") or {}), "ports": dict(raw.get("ports") or {})}
+        out = {"version": VERSION, "subsystems": dict(raw.get("subsystems") or {}), "ports": dict(raw.get("ports") or {})}
+        if raw.get("removed"):
+            out["removed"] = sorted(set(raw["removed"]) - set(out["subsystems"]))
+        return out
     subs = {}
     for nqn, old in raw.items():
         if not isinstance(old, dict):
@@ -69,20 +80,43 @@ def record_after_converge(previous, topology, document, operations, files_create
     for p in topology["ports"]:
         rec["ports"][str(p["id"])] = {"transport": p["transport"], "address": p["address"],
                                       "service_id": p["service_id"]}
+    if rec.get("removed"):
+        rec["removed"] = [n for n in rec["removed"] if n not in rec["subsystems"]]
+        if not rec["removed"]:
+            del rec["removed"]
     return rec
 
 
-def teardown_plan(previous, named, subsystems_now, ports_now):
+def teardown_plan(previous, named, subsystems_now, ports_now, named_by_default=False):
     """What a teardown removes, from the record.
 
-    ``named``: the subsystem NQNs the teardown run's variables name. Those of them the
-    record lists are removed; when the variables name none the record lists, the whole
-    record is (a teardown given other variables than the converge still undoes it).
+    ``named``: the subsystem NQNs the teardown run's variables name; each must be one the
+    record lists (or one an earlier teardown removed: nothing to do), else RecordError
+    lists what the record holds, before anything changes. A name that is not recorded is
+    a typo or a subsystem this role did not make, never a reason to remove the whole
+    record. ``named_by_default``: the names are the role's defaults, not the user's (the
+    short form's NQN left unset); when the record neither lists them nor has them as
+    removed, the whole record is removed (a teardown run with the default variables after
+    a long-form converge).
     ``subsystems_now``/``ports_now``: nvmet_info's lists (what configfs holds now).
+
+    Backing files: only those this role created (``files``), and only when no subsystem
+    left in the record exports them; ``files_kept`` lists the others it exported, which
+    a teardown never deletes.
     """
     rec = load_record(previous)
     recorded = rec["subsystems"]
-    scope = [n for n in named or [] if n in recorded] or sorted(recorded)
+    removed_before = rec.get("removed") or []
+    unknown = [n for n in named or [] if n not in recorded and n not in removed_before]
+    if named_by_default and recorded and len(unknown) == len(named or []):
+        scope = sorted(recorded)
+    elif unknown and recorded:
+        raise RecordError("%s: not in the record of what the nvmeof_target role created on this host, which lists %s. "
+                          "Nothing was changed. Name recorded subsystems (nvmeof_target_subsystems or nvmeof_target_nqn), "
+                          "or leave both unset to remove everything the record lists"
+                          % (", ".join(unknown), ", ".join(sorted(recorded))))
+    else:
+        scope = [n for n in named or [] if n in recorded]
     remove = set(scope)
     left = dict((n, dict(e)) for n, e in recorded.items() if n not in remove)
     gone = [recorded[n] for n in scope]
@@ -108,15 +142,23 @@ def teardown_plan(previous, named, subsystems_now, ports_now):
     files_left = set(f for e in left.values() for f in e.get("files") or [])
     rules_left = [r for e in left.values() for r in e.get("firewall_rules_added") or []]
     ports_left = set(str(p) for e in left.values() for p in e.get("ports") or [])
+    created = set(f for e in gone for f in e.get("files_created") or [])
+    exported = [f for f in _union([], [f for e in gone for f in e.get("files") or []]) if f not in files_left]
+    record_left = {}
+    if left:
+        record_left = {"version": VERSION, "subsystems": left,
+                       "ports": dict((k, v) for k, v in rec["ports"].items() if k in ports_left)}
+        if removed_before or scope:
+            record_left["removed"] = sorted(set(removed_before) | set(scope))
     return {
         "subsystems": scope,
         "ports": ports,
         "ports_kept_for": kept_for,
         "hosts": hosts,
-        "files": [f for f in _union([], [f for e in gone for f in e.get("files") or []]) if f not in files_left],
+        "files": [f for f in exported if f in created],
+        "files_kept": [f for f in exported if f not in created],
         "dirs_created": sorted(set(f.rsplit("/", 1)[0] or "/" for e in gone for f in e.get("files_created") or [])),
         "firewall_rules": [r for r in _union([], [r for e in gone for r in e.get("firewall_rules_added") or []])
                            if r not in rules_left],
-        "record_left": {"version": VERSION, "subsystems": left,
-                        "ports": dict((k, v) for k, v in rec["ports"].items() if k in ports_left)} if left else {},
+        "record_left": record_left,
     }

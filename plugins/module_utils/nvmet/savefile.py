@@ -11,6 +11,7 @@ import json
 import os
 import tempfile
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import backing
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.applier import apply_plan, simulate
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import (
     HOST_FIELDS,
@@ -31,8 +32,12 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate impo
 )
 
 
-def to_savefile(state, mask_keys=True):
-    """The state in nvmetcli's save-file schema; keys masked unless mask_keys is False."""
+def to_savefile(state, mask_keys=True, files=None):
+    """The state in nvmetcli's save-file schema; keys masked unless mask_keys is False.
+
+    ``files``: {(nqn, nsid, path): identity} (backing.py), written as each enabled
+    namespace's ``file_identity`` for the boot restorer to compare.
+    """
     hosts = []
     for nqn in sorted(state["hosts"]):
         h = state["hosts"][nqn]
@@ -87,6 +92,9 @@ def to_savefile(state, mask_keys=True):
                 "ana_grpid": ns["ana_grpid"],
                 "buffered_io": 1 if ns["buffered_io"] else 0,
             })
+            ident = (files or {}).get((nqn, nsid, ns["device_path"])) if ns["enabled"] else None
+            if ident:
+                namespaces[-1][backing.IDENTITY_KEY] = dict(ident)
         entry = {"nqn": nqn, "attr": attr, "allowed_hosts": list(s["allowed_hosts"]), "namespaces": namespaces}
         if s.get("passthru"):
             # nvmetcli's form; the restorer reports it as not restored rather than drop it.
@@ -339,7 +347,16 @@ def saved_text(doc):
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
-def save_to_file(tree, path, check=False, remove_when_empty=False, without=None, state=None):
+def read_saved(path):
+    """The save-file document at path, or None when there is none or it is not JSON."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def save_to_file(tree, path, check=False, remove_when_empty=False, without=None, state=None, files=None):
     """Write the configuration, keys included, to path (mode 0600, parent 0700) when it differs.
 
     Written atomically and durably (:func:`write_atomically`). ``without`` (a dict of
@@ -348,11 +365,15 @@ def save_to_file(tree, path, check=False, remove_when_empty=False, without=None,
     "written", or with remove_when_empty and no object left, "removed" or "absent".
     With check nothing is written and the outcome is "would write" or "would remove".
     ``state``: a configfs state the caller has just read (``tree.read()``), saved as it is.
+    ``files``: the backing files' identities to record (backing.py); by default those the
+    file records now, for namespaces still enabled on the same path, else read now.
     """
     if state is None:
         check_configfs(tree)
         state = tree.read()
-    doc = to_savefile(state, mask_keys=False)
+    if files is None:
+        files = backing.identities_to_record(state, read_saved(path))
+    doc = to_savefile(state, mask_keys=False, files=files)
     if without:
         doc = document_without(doc, **without)
     text = saved_text(doc)

@@ -25,6 +25,8 @@ The probe's lines (between ``nvmet-counts`` and ``nvmet-end`` they come from gre
   nvmet-secret PATH SHA256     a host's non-empty DH-HMAC-CHAP key file, as the sha256 of
                                its text (``unreadable`` when it could not be read); the
                                keys themselves never leave the host
+  nvmet-file INODE SIZE PATH   a namespace's device path that is a regular file, and its
+                               identity (backing.py: what the save file records)
   nvmet-module NAME            a loaded nvmet kernel module (/sys/module/NAME)
   nvmet-save SHA256            the sha256 of the save file, when it exists
   configfs | no-configfs       whether configfs has the nvmet directory
@@ -42,6 +44,7 @@ import gzip
 import hashlib
 import zlib
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.backing import identities_to_record
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import HOST_KEY_FIELDS, NvmetError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.document import DocumentError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.model import ConfigfsTree
@@ -64,8 +67,9 @@ def _sha256(text):
 
 class Snapshot(object):
     """The probe's lines, parsed: entries (path -> f|d|l), children (directory -> names),
-    texts (path -> text), secrets (path -> sha256 or None when unreadable), loaded
-    modules, the save file's sha256 and whether configfs has nvmet at all."""
+    texts (path -> text), secrets (path -> sha256 or None when unreadable), files (a
+    namespace's device path -> its identity when a regular file), loaded modules, the save
+    file's sha256 and whether configfs has nvmet at all."""
 
     def __init__(self):
         self.configfs = False
@@ -73,6 +77,7 @@ class Snapshot(object):
         self.children = {"": []}
         self.texts = {}
         self.secrets = {}
+        self.files = {}
         self.modules = set()
         self.save_sha = None
 
@@ -124,6 +129,9 @@ def parse_probe(lines):
         elif word == "nvmet-secret":
             path, digest = rest.rpartition(" ")[::2]
             snap.secrets[path] = None if digest == "unreadable" else digest
+        elif word == "nvmet-file":
+            inode, size, path = rest.split(" ", 2)
+            snap.files[path] = {"inode": int(inode), "size": int(size)}
         elif word == "nvmet-module":
             snap.modules.add(rest)
         elif word == "nvmet-save":
@@ -206,6 +214,23 @@ class SnapshotTree(ConfigfsTree):
         raise NvmetError("a probe's snapshot of configfs cannot be changed")
 
 
+def enabled_namespaces_on(lines, paths):
+    """[{"object", "path"}] of the namespaces the probe's copy of configfs shows enabled on
+    one of ``paths``: the kernel holds those files open, even deleted. ValueError when the
+    lines do not parse."""
+    wanted = set(paths or [])
+    if not wanted:
+        return []
+    snap = parse_probe(lines)
+    out = []
+    for rel in sorted(snap.texts):
+        parts = rel.split("/")
+        if (len(parts) == 5 and parts[0] == "subsystems" and parts[2] == "namespaces" and parts[4] == "device_path"
+                and snap.texts[rel] in wanted and snap.texts.get(rel[:-len("device_path")] + "enable") == "1"):
+            out.append({"object": "/".join(parts[:4]), "path": snap.texts[rel]})
+    return out
+
+
 def _pending(why):
     return {"pending": True, "why": why}
 
@@ -230,7 +255,10 @@ def target_pending(doc, lines, purge="none", force=False, allow_reconfigure=Fals
         if save_file:
             if snap.save_sha is None:
                 return _pending("%s does not exist" % save_file)
-            if snap.save_sha != _sha256(saved_text(to_savefile(state, mask_keys=False))):
+            # The files as the module would record them when none was replaced since the
+            # save; one that was makes the text differ, and the module refuses it.
+            files = identities_to_record(state, read=snap.files.get)
+            if snap.save_sha != _sha256(saved_text(to_savefile(state, mask_keys=False, files=files))):
                 return _pending("%s differs from configfs" % save_file)
         return {"pending": False, "why": "configfs%s as the document wants" % (" and the save file are" if save_file else " is")}
     except DocumentError:

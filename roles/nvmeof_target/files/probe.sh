@@ -9,7 +9,8 @@
 # a process costs about 60 ms on the lab's emulated guests, and a target may have
 # hundreds of files). One item per line:
 #   configfs | no-configfs      whether configfs has the target (nvmet loaded)
-#   nvmet-dump BASE64           the whole nvmet tree, the loaded nvmet modules and the save
+#   nvmet-dump BASE64           the whole nvmet tree, its namespaces' files (inode and size),
+#                               the loaded nvmet modules and the save
 #                               file's sha256 as "nvmet-..." lines, gzip'd, for the no-change
 #                               check that runs on the controller (module_utils/nvmet/
 #                               snapshot.py). One line whatever the size: the role's later
@@ -51,6 +52,13 @@ nvmet_lines() {
     echo nvmet-text
     grep -rs --exclude='dhchap_*key' '' .
     echo nvmet-end
+    # Each namespace's regular file (links followed, as the kernel opens it): inode and
+    # size, the identity the save file records (module_utils/nvmet/backing.py). One find.
+    set --
+    for f in subsystems/*/namespaces/*/device_path; do
+      [ -f "$f" ] && IFS= read -r p < "$f" && case $p in /*) set -- "$@" "$p" ;; esac
+    done
+    [ $# -gt 0 ] && find -H "$@" -maxdepth 0 -type f -printf 'nvmet-file %i %s %p\n' 2>/dev/null
     for f in hosts/*/dhchap_key hosts/*/dhchap_ctrl_key; do
       [ -f "$f" ] || continue
       if v=$(cat "$f" 2>/dev/null); then

@@ -1,6 +1,9 @@
 """The nvmeof_target role's record and the teardown planned from it (module_utils/nvmet/record.py)."""
 
+import pytest
+
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.record import (
+    RecordError,
     load_record,
     record_after_converge,
     teardown_plan,
@@ -72,8 +75,9 @@ def test_teardown_of_a_named_subsystem_keeps_what_the_others_use():
     assert plan["record_left"]["ports"] == {"1": {}}
 
 
-def test_teardown_with_variables_naming_nothing_recorded_undoes_the_whole_record():
-    plan = teardown_plan(RECORD, ["nqn.2024-04.com.example:te1.target1"], NOW_SUBS, NOW_PORTS)
+def test_teardown_with_the_default_variables_naming_nothing_recorded_undoes_the_whole_record():
+    # The short form's default NQN, not given by the user: the role's defaults name nothing.
+    plan = teardown_plan(RECORD, ["nqn.2024-04.com.example:te1.target1"], NOW_SUBS, NOW_PORTS, named_by_default=True)
     assert plan["subsystems"] == [A, B] and plan["ports"] == [1, 2]
     assert plan["hosts"] == [TE2] and plan["firewall_rules"] == [UFW_TCP]
     assert plan["record_left"] == {}
@@ -83,3 +87,41 @@ def test_teardown_with_variables_naming_nothing_recorded_undoes_the_whole_record
 def test_teardown_without_a_record_removes_nothing():
     plan = teardown_plan({}, [A], NOW_SUBS, NOW_PORTS)
     assert plan["subsystems"] == [] and plan["ports"] == [] and plan["hosts"] == [] and plan["record_left"] == {}
+
+
+def test_teardown_naming_a_subsystem_the_record_does_not_list_is_refused():
+    # A one-letter typo of A, or a subsystem another tool made: an error naming what the
+    # record lists, never the whole record instead.
+    typo = A[:-1] + "x"
+    with pytest.raises(RecordError) as exc:
+        teardown_plan(RECORD, [typo], NOW_SUBS, NOW_PORTS)
+    assert typo in str(exc.value) and A in str(exc.value) and B in str(exc.value)
+    with pytest.raises(RecordError, match="nqn.2024-04.com.example:someone-else"):
+        teardown_plan(RECORD, [A, "nqn.2024-04.com.example:someone-else"], NOW_SUBS, NOW_PORTS)
+
+
+def test_teardown_removes_only_the_backing_files_this_role_created():
+    # B exports /srv/b.img, which was there before the role (files_created is empty).
+    plan = teardown_plan(RECORD, [B], NOW_SUBS, NOW_PORTS)
+    assert plan["files"] == [] and plan["files_kept"] == ["/srv/b.img"]
+    plan = teardown_plan(RECORD, [], NOW_SUBS, NOW_PORTS, named_by_default=True)
+    assert plan["files"] == ["/srv/a.img"] and plan["files_kept"] == ["/srv/b.img"]
+
+
+def test_a_second_teardown_of_the_same_subsystem_finds_nothing_to_do():
+    first = teardown_plan(RECORD, [A], NOW_SUBS, NOW_PORTS)
+    again = teardown_plan(first["record_left"], [A], [s for s in NOW_SUBS if s["nqn"] != A],
+                          [{"portid": 1, "subsystems": [B]}])
+    assert again["subsystems"] == [] and again["ports"] == [] and again["files"] == []
+    assert again["record_left"]["subsystems"] == first["record_left"]["subsystems"]
+    # Converged again, A is recorded again (no longer counted as removed).
+    rec = converge(first["record_left"], [{"nqn": A, "namespaces": [{"file": "/srv/a.img"}], "allowed_hosts": [TE2]}],
+                   PORTS, [])
+    assert teardown_plan(rec, [A], NOW_SUBS, NOW_PORTS)["subsystems"] == [A]
+    assert A not in rec.get("removed", [])
+
+
+def test_a_teardown_that_removes_nothing_leaves_the_record_as_it_was():
+    rec = load_record(RECORD)
+    plan = teardown_plan(RECORD, [], NOW_SUBS, NOW_PORTS)
+    assert plan["subsystems"] == [] and plan["record_left"] == rec

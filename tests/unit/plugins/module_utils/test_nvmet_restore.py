@@ -517,3 +517,78 @@ def test_nvmetcli_unset_device_paths_are_no_device(root, files):
     doc["subsystems"][0]["namespaces"].append(ns)
     result = run(root, doc)[1]
     assert skipped(result)["subsystems/%s/namespaces/2" % SUB].startswith("it has no device")
+
+
+# --------------------------------------------------------------------------- backing file identity
+
+
+def replace_file(path, size=None):
+    """Another file at path (a new inode: it is made while the old one still exists, as
+    when the kernel holds the deleted image open), of the same size unless ``size``: what
+    a tool that deletes an image and makes a blank one in its place leaves."""
+    size = os.path.getsize(path) if size is None else size
+    with open(path + ".new", "wb") as f:
+        f.truncate(size)
+    os.replace(path + ".new", path)
+
+
+def saved_and_cleared(root, files, tmp_path):
+    """A target of two file namespaces saved the way the role saves it, then cleared as the
+    unit's stop does at shutdown: the next boot finds configfs empty."""
+    for f in files[:2]:
+        with open(f, "wb") as out:
+            out.write(b"an initiator's data\n" * 100)
+    doc = {"subsystems": [subsystem(SUB, [files[0], files[1]], allow_any="1")], "ports": [port(1, [SUB])]}
+    run(root, doc)
+    save = str(tmp_path / "etc-nvmet" / "config.json")
+    assert savefile.save_to_file(EmulatedTree(root), save) == "written"
+    with open(save) as f:
+        saved = json.load(f)
+    savefile.clear_document(saved, tree=EmulatedTree(root))
+    assert EmulatedTree(root).read()["subsystems"] == {}
+    return saved
+
+
+@pytest.mark.parametrize("size", [None, 0])
+def test_a_backing_file_that_is_not_the_one_saved_is_not_exported_at_boot(root, files, tmp_path, size):
+    saved = saved_and_cleared(root, files, tmp_path)
+    replace_file(files[1], size)
+    tree, result = run(root, saved)
+    obj = "subsystems/%s/namespaces/2" % SUB
+    assert result["status"] == "partial" and list(skipped(result)) == [obj]
+    reason = skipped(result)[obj]
+    assert files[1] in reason and "not the file" in reason and "inode" in reason, reason
+    state = tree.read()
+    assert sorted(state["subsystems"][SUB]["namespaces"]) == [1]
+    assert state["ports"][1]["subsystems"] == [SUB]
+
+
+def test_the_saved_backing_file_itself_is_exported_at_boot(root, files, tmp_path):
+    saved = saved_and_cleared(root, files, tmp_path)
+    # Written to since the save (an initiator's writes): the same file.
+    with open(files[1], "r+b") as f:
+        f.write(b"more data")
+    tree, result = run(root, saved)
+    assert result["status"] == "complete", result["skipped"]
+    assert sorted(tree.read()["subsystems"][SUB]["namespaces"]) == [1, 2]
+
+
+def test_a_save_keeps_the_identity_of_the_file_the_kernel_opened(root, files, tmp_path):
+    """A teardown's or the CLI's save while a live namespace's image has been replaced
+    records the file the kernel still serves, not the blank one now at the path."""
+    doc = {"subsystems": [subsystem(SUB, [files[0], files[1]], allow_any="1"), subsystem(SUB2, [files[2]], allow_any="1")],
+           "ports": [port(1, [SUB, SUB2])]}
+    run(root, doc)
+    save = str(tmp_path / "etc-nvmet" / "config.json")
+    savefile.save_to_file(EmulatedTree(root), save)
+    with open(save) as f:
+        first = json.load(f)
+    ident = first["subsystems"][0]["namespaces"][1]["file_identity"]
+    assert ident == {"inode": os.stat(files[1]).st_ino, "size": 0}
+    replace_file(files[1])
+    assert savefile.save_to_file(EmulatedTree(root), save) == "unchanged"
+    assert savefile.save_to_file(EmulatedTree(root), save, without={"subsystems": [SUB2]}) == "written"
+    with open(save) as f:
+        after = json.load(f)
+    assert [s["nqn"] for s in after["subsystems"]] == [SUB]
+    assert after["subsystems"][0]["namespaces"][1]["file_identity"] == ident

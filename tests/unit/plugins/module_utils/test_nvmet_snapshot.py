@@ -230,3 +230,17 @@ def test_a_packed_line_that_does_not_decode_is_pending(root, files):
     assert "does not decode" in verdict["why"]
     cut = [line[:len(line) // 2] if line.startswith("nvmet-dump ") else line for line in lines]
     assert target_pending(doc, cut, purge="listed")["pending"] is True
+
+
+def test_a_backing_file_replaced_under_a_live_namespace_is_pending(root, files, tmp_path):
+    """The save file holds each exported file's identity; a blank file made in place of an
+    image the kernel still serves is not the saved one: the module runs and refuses."""
+    save = str(tmp_path / "etc" / "config.json")
+    doc = document(files)
+    converge(root, doc, save=save)
+    assert target_pending(doc, probe(root, save), purge="listed", save_file=save)["pending"] is False
+    with open(files[1] + ".new", "wb") as f:
+        f.truncate(os.path.getsize(files[1]))
+    os.replace(files[1] + ".new", files[1])
+    verdict = target_pending(doc, probe(root, save), purge="listed", save_file=save)
+    assert verdict == {"pending": True, "why": "%s differs from configfs" % save}

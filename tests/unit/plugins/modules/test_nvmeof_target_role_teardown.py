@@ -9,9 +9,12 @@ installs there too (its key loader and library), which must stay."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 
-from role_harness import run_local_role  # tests/unit/plugins/modules/role_harness.py
+from role_harness import ANSIBLE_PLAYBOOK, TOP, run_local_role  # tests/unit/plugins/modules/role_harness.py
 
 
 def teardown(tmp_path, record_dir, extra=None):
@@ -90,3 +93,79 @@ def test_last_teardown_leaves_no_empty_folder_of_its_own(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert not libexec.exists()
     assert not (tmp_path / "run").exists()
+
+
+A = "nqn.2024-04.com.example:te1.a"
+B = "nqn.2024-04.com.example:te1.b"
+
+
+def recorded(tmp_path, files_created):
+    """A record of subsystems A (two images) and B, the images on disk with some data;
+    ``files_created``: those of A's images the role made (the others were there before)."""
+    images = tmp_path / "images"
+    images.mkdir()
+    a1, a2, b1 = images / "a1.img", images / "a2.img", images / "b1.img"
+    for f in (a1, a2, b1):
+        f.write_bytes(b"data written by an initiator\n")
+    records = tmp_path / "records"
+    records.mkdir()
+    record = {"version": 2, "ports": {"1": {"transport": "tcp", "address": "10.99.0.1", "service_id": "4420"}},
+              "subsystems": {
+                  A: {"ports": [1], "hosts_created": [], "files": [str(a1), str(a2)],
+                      "files_created": [str(f) for f in (a1, a2) if f.name in files_created],
+                      "firewall_rules_added": []},
+                  B: {"ports": [1], "hosts_created": [], "files": [str(b1)], "files_created": [str(b1)],
+                      "firewall_rules_added": []}}}
+    (records / "nvmeof_target.json").write_text(json.dumps(record, indent=2) + "\n")
+    return records, (a1, a2, b1)
+
+
+def test_a_teardown_naming_a_subsystem_the_record_does_not_list_fails_and_changes_nothing(tmp_path):
+    records, images = recorded(tmp_path, files_created=["a1.img", "a2.img"])
+    before = (records / "nvmeof_target.json").read_text()
+    typo = A[:-1] + "x"  # one letter off
+    proc = teardown(tmp_path, records, {"nvmeof_target_nqn": typo, "nvmeof_target_remove_backing_file": True})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert typo in out and A in out and B in out, out
+    assert all(f.read_bytes() == b"data written by an initiator\n" for f in images)
+    assert (records / "nvmeof_target.json").read_text() == before
+
+
+def test_a_teardown_deletes_only_the_backing_files_the_role_created(tmp_path):
+    records, (a1, a2, b1) = recorded(tmp_path, files_created=["a2.img"])
+    proc = teardown(tmp_path, records, {"nvmeof_target_subsystems": [{"nqn": A, "namespaces": [{"file": str(a1)}]}],
+                                        "nvmeof_target_remove_backing_file": True})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert a1.exists(), "the teardown deleted an image the role did not create"
+    assert not a2.exists()
+    assert b1.exists()
+    left = json.loads((records / "nvmeof_target.json").read_text())
+    assert sorted(left["subsystems"]) == [B]
+
+
+def test_the_teardown_playbook_stops_before_the_initiators_on_a_name_the_record_does_not_list(tmp_path):
+    """playbooks/nvmeof_teardown.yml checks the target's names in its first play, so a typo
+    stops it before the initiators are disconnected. --tags selects none of the teardown
+    plays' tasks: only the always-tagged first and last plays could run here."""
+    records, images = recorded(tmp_path, files_created=["a1.img", "a2.img"])
+    inv = {"all": {"children": {
+        "nvmeof_targets": {"hosts": {"h1": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}},
+        "nvmeof_initiators": {"hosts": {"h2": {"ansible_connection": "local",
+                                               "ansible_python_interpreter": sys.executable}}}}}}
+    (tmp_path / "hosts.yml").write_text(json.dumps(inv))
+    extra = {"__nvmeof_target_record": str(records / "nvmeof_target.json"),
+             "nvmeof_target_nqn": A[:-1] + "x", "nvmeof_target_remove_backing_file": True}
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(TOP, ".cache", "collections"),
+               ANSIBLE_ROLES_PATH=os.path.join(TOP, "roles"), ANSIBLE_NOCOLOR="1", ANSIBLE_STRATEGY="linear")
+    env.pop("ANSIBLE_STRATEGY_PLUGINS", None)
+    env.pop("ANSIBLE_CONFIG", None)
+    proc = subprocess.run([ANSIBLE_PLAYBOOK, "-i", str(tmp_path / "hosts.yml"),
+                           os.path.join(TOP, "playbooks", "nvmeof_teardown.yml"), "--tags", "no-such-tag",
+                           "-e", json.dumps(extra)], capture_output=True, text=True, env=env, cwd=str(tmp_path),
+                          check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert "not in the record" in out and A in out and B in out, out
+    assert "PLAY [Unmount and disconnect the initiators]" not in out, out
+    assert all(f.exists() for f in images)

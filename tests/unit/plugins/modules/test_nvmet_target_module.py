@@ -295,3 +295,44 @@ def test_load_modules_loads_nothing_for_a_refused_document(monkeypatch, root):
     assert "subsystems[0].namespaces[0].nsid" in str(refused["errors"])
     assert "no-such-subsystem" in str(refused["errors"])
     assert tree_digest(root) == before
+
+
+def replace_file(path):
+    """A blank file of the same size at path, made while the old one still exists (a new
+    inode), as a tool leaves it that deletes an image the kernel still has open and
+    creates an empty one in its place."""
+    size = os.path.getsize(path)
+    with open(path + ".new", "wb") as f:
+        f.truncate(size)
+    os.replace(path + ".new", path)
+
+
+@pytest.mark.parametrize("namespace_live", [True, False])
+def test_a_backing_file_that_is_not_the_one_saved_is_refused_before_any_change(monkeypatch, root, tmp_path,
+                                                                               namespace_live):
+    """Live: the kernel still serves the old image; saving the new one would have the next
+    boot export a blank disk. Not live (the boot restore refused it): creating the
+    namespace would export the blank file now. Either way nothing changes without force."""
+    disk = os.path.join(root, "disk.img")
+    with open(disk, "wb") as f:
+        f.write(b"an initiator's data\n" * 100)
+    save = tmp_path / "etc-nvmet" / "config.json"
+    args = {"document": document(root, make_key()), "save_file": str(save)}
+    assert run(monkeypatch, root, args)["save_file"] == "written"
+    if not namespace_live:
+        ns = os.path.join(root, "nvmet", "subsystems", SUB, "namespaces", "1")
+        for name in os.listdir(ns):
+            os.unlink(os.path.join(ns, name))
+        os.rmdir(ns)
+    replace_file(disk)
+    before, saved = tree_digest(root), save.read_text()
+    refused = run(monkeypatch, root, args)
+    assert refused.get("failed") is True, refused
+    assert refused["changed"] is False and refused["operations"] == []
+    msg = refused["msg"]
+    assert "subsystems/%s/namespaces/1" % SUB in msg and disk in msg and "force" in msg, msg
+    assert tree_digest(root) == before and save.read_text() == saved
+    # force: the file that is there now is the one to export, and the one saved.
+    forced = run(monkeypatch, root, dict(args, force=True))
+    assert forced.get("failed") is not True, forced
+    assert run(monkeypatch, root, args).get("failed") is not True
