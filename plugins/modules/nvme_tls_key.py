@@ -75,7 +75,9 @@ options:
     type: str
     default: .nvme
   store:
-    description: Path of the key store (JSON, mode 0600).
+    description:
+      - Path of the key store (JSON). Written atomically, mode 0600 from its first byte, in a 0700 directory; a
+        store found with another mode is set back to 0600.
     type: path
     default: /etc/nvme/aiinfra-fabric/tls-keys.json
 """
@@ -109,6 +111,14 @@ keys:
     loaded:
       description: Whether the keyring links it (in check mode, whether it would).
       type: bool
+store_mode:
+  description:
+    - The key store's mode after the run (in check mode, as it would be), V(0600); null when there is no store.
+    - A store with another mode is a change the run fixes (C(chmod 0600 <store> (was 0644)) in RV(operations));
+      the diff shows the mode before and after.
+  returned: always
+  type: str
+  sample: "0600"
 operations:
   description:
     - What was (or in check mode would be) done, by identity, in order (unlinks, inserts, then the store); never a
@@ -127,6 +137,9 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.atomic_write import (
+    SECRET_MODE, file_mode, mode_text, write_atomically,
+)
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.converge import apply_keys
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.load import KeyLoader, KeyringError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.psk import PskError
@@ -143,17 +156,13 @@ def _read(path):
         return None
 
 
-def _write_private(module, path, text):
+def _write_store(path, text):
+    # The store's folder is this module's own: 0700 whatever made it.
     directory = os.path.dirname(path)
     if not os.path.isdir(directory):
         os.makedirs(directory, 0o700)
     os.chmod(directory, 0o700)
-    tmp = path + ".aiinfra-tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    module.atomic_move(tmp, path)
-    os.chmod(path, 0o600)
+    write_atomically(path, text, SECRET_MODE)
 
 
 def main():
@@ -193,32 +202,40 @@ def main():
             loader.prefix()
     except KeyringError as exc:
         module.fail_json(msg=str(exc))
+    # The store holds the PSKs: a wider mode is a change of its own (a rewrite fixes it too).
+    mode = file_mode(p["store"]) if store["exists"] else None
+    chmod = "chmod 0600 %s (was %s)" % (p["store"], mode_text(mode)) \
+        if mode not in (None, SECRET_MODE) and plan["store"] is None else None
     operations = ["unlink %s" % i for i in plan["unlink"]] + ["insert %s" % i for i in plan["insert"]] \
-        + (["%s store %s" % (plan["store"], p["store"])] if plan["store"] else [])
-    before = {"keys": public(store["keys"] + store["revoked"], loaded)}
+        + (["%s store %s" % (plan["store"], p["store"])] if plan["store"] else []) + ([chmod] if chmod else [])
+    before = {"keys": public(store["keys"] + store["revoked"], loaded), "store_mode": mode_text(mode)}
     if module.check_mode:
         after_keys = [dict(k, loaded=True) for k in public(desired, loaded)]
+        after_mode = None if plan["store"] == "remove" or not (store["exists"] or plan["store"]) else "0600"
     else:
         keys, revoked, done, errors = apply_keys(loader, p["keyring"], plan, store, desired, loaded)
         change = store_change(store, keys, revoked, p["keyring"], p["state"])
         try:
             if change == "write":
-                _write_private(module, p["store"], dump_store(p["keyring"], keys, revoked))
+                _write_store(p["store"], dump_store(p["keyring"], keys, revoked))
             elif change == "remove":
                 os.unlink(p["store"])
+            elif chmod:
+                os.chmod(p["store"], SECRET_MODE)
         except OSError as exc:
             errors.append("writing the key store %s failed: %s" % (p["store"], exc))
         else:
-            done += ["%s store %s" % (change, p["store"])] if change else []
+            done += ["%s store %s" % (change, p["store"])] if change else [chmod] if chmod else []
         if errors:
             module.fail_json(msg="; ".join(errors), changed=bool(done), operations=done, planned=operations)
         try:
             after_keys = public(keys + revoked, loader.loaded(p["keyring"]) if keys or revoked else {})
         except KeyringError as exc:
             module.fail_json(msg=str(exc), changed=bool(done), operations=done)
-    result = dict(changed=bool(operations), keys=after_keys, operations=operations)
+        after_mode = mode_text(file_mode(p["store"]))
+    result = dict(changed=bool(operations), keys=after_keys, store_mode=after_mode, operations=operations)
     if module._diff:
-        result["diff"] = {"before": before, "after": {"keys": after_keys}}
+        result["diff"] = {"before": before, "after": {"keys": after_keys, "store_mode": after_mode}}
     missing = [k["identity"] for k in after_keys if not k["loaded"]]
     if missing and not module.check_mode:
         module.fail_json(msg="the keyring %s does not show these keys after inserting them: %s" % (
