@@ -188,10 +188,10 @@ options:
       - Where C(nvmf-autoconnect.service) runs C(nvme connect-all --context=NAME) (C(autoconnect)
         in nvme-cli 2.13), the subsystem entries written get C(application) NAME, since libnvme 1.13
         applies no saved entry of another or no application in that context.
-      - Both files hold the secrets: they are written atomically with mode 0600 from their first byte. A file that
-        holds this connection with another mode (C(0644), left by an older release or by hand) is a change the run
-        fixes, C(chmod 0600 <file> (was 0644)) in RV(operations); check mode reports it and RV(persistent_mode) and
-        the diff show it.
+      - Both files hold the secrets, so they are written atomically with mode 0600 from their first byte. A file
+        that holds this connection with another mode (C(0644), left by an older release or by hand) is a change the
+        run fixes, C(chmod 0600 <file>) with the mode it had in RV(operations); check mode reports it, and
+        RV(persistent_mode) and the diff show it.
       - false leaves the configuration as it is.
     type: bool
     default: false

@@ -114,8 +114,8 @@ keys:
 store_mode:
   description:
     - The key store's mode after the run (in check mode, as it would be), V(0600); null when there is no store.
-    - A store with another mode is a change the run fixes (C(chmod 0600 <store> (was 0644)) in RV(operations));
-      the diff shows the mode before and after.
+    - A store with another mode is a change the run fixes (C(chmod 0600 <store>), with the mode it had, in
+      RV(operations)); the diff shows the mode before and after.
   returned: always
   type: str
   sample: "0600"

@@ -18,8 +18,7 @@ SECRET_NAME = re.compile(r"(secret|psk|password|passphrase|token|tls_key)$")
 def options(spec, where):
     for name, option in sorted((spec or {}).items()):
         yield where + name, name, option
-        for found in options(option.get("options"), where + name + "."):
-            yield found
+        yield from options(option.get("options"), where + name + ".")
 
 
 def secret_options():

@@ -11,11 +11,13 @@ import json
 import os
 import stat
 
+import pytest
+
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme import persist_ini
 from test_nvme_connections_module import OWN, TOPOLOGY, FakeCli, reset, run as run_connections
 from test_nvme_tls_key_module import SUB, FakeKeyring, made_key, run as run_tls_key
-from test_nvmet_target_module import document, root, run as run_target  # noqa: F401  (root: a fixture)
-from nvmet_fake import make_key  # noqa: E402  (the nvmet module test put its folder on sys.path)
+from test_nvmet_target_module import document, run as run_target
+from nvmet_fake import make_key, write  # noqa: E402  (the nvmet module test put its folder on sys.path)
 
 
 def mode_of(path):
@@ -147,7 +149,19 @@ def test_a_tls_key_store_with_a_wider_mode_is_a_change_the_run_fixes(monkeypatch
 
 # The target's save file -----------------------------------------------------------------
 
-def test_a_save_file_with_a_wider_mode_is_a_change_the_run_fixes(monkeypatch, root, tmp_path):  # noqa: F811
+@pytest.fixture
+def root(tmp_path):
+    """A FAKE configfs and sysfs for nvmet_target, as test_nvmet_target_module.py lays them out."""
+    for d in ("subsystems", "ports", "hosts"):
+        os.makedirs(str(tmp_path / "nvmet" / d))
+    for mod in ("nvmet", "nvmet_tcp"):
+        os.makedirs(str(tmp_path / "sys" / "module" / mod))
+    write(str(tmp_path / "proc" / "net" / "tcp"), "  sl  local_address rem_address   st")
+    (tmp_path / "disk.img").write_bytes(b"")
+    return str(tmp_path)
+
+
+def test_a_save_file_with_a_wider_mode_is_a_change_the_run_fixes(monkeypatch, root, tmp_path):
     save = tmp_path / "etc-nvmet" / "config.json"
     args = {"document": document(root, make_key()), "save_file": str(save)}
     watch = ModeWatch(monkeypatch, save)
