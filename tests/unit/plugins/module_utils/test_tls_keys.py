@@ -141,8 +141,8 @@ def test_store_round_trip_with_revoked_identities():
     k1 = normalize_keys([{"hostnqn": HOST, "subsysnqn": SUB, "psk": made_key(1)}])
     gone = "NVMe0R02 %s %sx" % (HOST, SUB)
     text = dump_store(".nvme", k1, [{"identity": gone}])
-    assert read_store(text, "/x") == dict(store_of(k1), revoked=[{"hostnqn": HOST, "subsysnqn": SUB + "x",
-                                                                   "identity": gone}])
+    revoked = [{"hostnqn": HOST, "subsysnqn": SUB + "x", "identity": gone}]
+    assert read_store(text, "/x") == dict(store_of(k1), revoked=revoked)
     # The boot loader's view: the keys only.
     assert parse_store(text, "/x") == (".nvme", k1)
     # Without revoked identities the text is the one earlier releases wrote.
