@@ -35,6 +35,14 @@ LAB_SSH_PORT_BASE=${AIINFRA_LAB_SSH_PORT_BASE:-2221}
 LAB_FABRIC_PORT=${AIINFRA_LAB_FABRIC_PORT:-10990}
 LAB_MEM_MB=${AIINFRA_LAB_MEM_MB:-1536}
 LAB_CPUS=${AIINFRA_LAB_CPUS:-2}
+# How QEMU emulates the guests' CPUs (TCG: KVM does not work on the build machines).
+#   AIINFRA_LAB_TCG_THREAD=multi|single  one host thread per vCPU, or all vCPUs of a VM in one
+#   AIINFRA_LAB_CPU_MODEL=max|<QEMU model> the CPU model the guests see
+# The defaults are what lab/stress measured (see docs/lab.md, "Guest stability").
+LAB_TCG_THREAD=${AIINFRA_LAB_TCG_THREAD:-multi}
+LAB_CPU_MODEL=${AIINFRA_LAB_CPU_MODEL:-max}
+case $LAB_TCG_THREAD in multi|single) ;; *) echo "lab: error: AIINFRA_LAB_TCG_THREAD must be multi or single (got '$LAB_TCG_THREAD')" >&2; exit 1 ;; esac
+case $LAB_CPUS in 1|2|3|4) ;; *) echo "lab: error: AIINFRA_LAB_CPUS must be 1..4 (got '$LAB_CPUS')" >&2; exit 1 ;; esac
 LAB_DISK_SIZE=${AIINFRA_LAB_DISK_SIZE:-6G}
 LAB_BOOT_TIMEOUT=${AIINFRA_LAB_BOOT_TIMEOUT:-600}
 # Boot once, restore many times: the first 'labctl up' of a run folder cold-boots each VM,

@@ -27,6 +27,9 @@ description:
     node list - and stopped on every host after O(timeout).
   - The module measures and changes nothing on the nodes (C(changed=false)). It never drains
     a node; RV(drain_command) is the command for whoever decides to.
+  - When more than half the nodes are low (RV(verdict=group_wide)) the fault is something they share - a
+    switch, the fabric, a firmware roll-out, or an expectation that does not fit - and RV(exclude) and
+    RV(drain_command) stay empty; RV(verdict_reason) says why and names the likely cause.
 author:
   - aiinfra.fabric developers (@aiinfra)
 extends_documentation_fragment:
@@ -87,6 +90,19 @@ options:
     description: After a pairwise or reference sweep, also test the whole group with O(group_test) and bisect it when low.
     type: bool
     default: false
+  expectations:
+    description:
+      - The expected-busbw catalog (C(models) and C(expectations), the schema of the C(aiinfra.fabric.nccl_tests)
+        role's C(files/expected_busbw.yml), as M(aiinfra.fabric.nccl_test) takes it).
+      - For an nccl-tests test (C(parse=nccl), metric C(busbw)) without C(expect), the GPU model the jobs printed
+        selects the catalog's multi-node figure for that model, the GPUs per node and O(network), at the largest
+        published size not above the size measured; it is then the test's expectation (RV(expectations_used)).
+        When none applies, RV(verdict_reason) says why.
+    type: dict
+  network:
+    description: The network as the catalog names it (NICs per node x speed, for example V(8x400G)); without it no
+      multi-node figure of O(expectations) is selected.
+    type: str
   tolerance:
     description: How far below the group median or the expectation (a fraction) a pair may be before it is low.
     type: float
@@ -164,8 +180,11 @@ options:
 notes:
   - The launching host needs what mpirun needs to reach the nodes (the M(aiinfra.fabric.mpi_bench) role
     sets up SSH from its first node) and the programs at the same path on every node.
-  - With 2 nodes and no expectation a pairwise sweep cannot name a node; with 3 nodes or more the common
-    factor of the low pairs is the suspect.
+  - Without an expectation the nodes are judged against each other, which works while most of them are healthy.
+    With 2 nodes (3 for a pairwise sweep without references), or when the nodes' results split in two and the
+    better side is not a majority (a bad roll-out on half the group), RV(verdict) is V(cannot_judge) - never
+    V(no_suspect) - until an expectation (C(expect), or O(expectations) for nccl-tests), or known-good references
+    in the pairs (O(mode=reference)), say which side is healthy.
 seealso:
   - module: aiinfra.fabric.mpi_run
   - name: Slurm hostlist expressions
@@ -248,7 +267,7 @@ link_suspects:
   type: list
   elements: dict
 bisection:
-  description: The bisection's tests, C(suspects), C(unresolved), C(inconclusive) groups and rounds.
+  description: The bisection's C(group), tests, C(suspects), C(unresolved), C(inconclusive) groups and rounds.
   returned: when a bisection ran
   type: dict
 suspect_nodes:
@@ -256,8 +275,56 @@ suspect_nodes:
   returned: when a sweep ran
   type: list
   elements: str
+verdict:
+  description:
+    - The sweep's conclusion in one word - V(suspects) (nodes or links named; the node suspects are in
+      RV(exclude) and RV(drain_command)), V(group_wide) (more than half the nodes are low - the fault is something
+      they share, not the nodes; nobody is excluded or drained), V(cannot_judge) (nobody named, but the numbers
+      cannot show a bad node - see RV(cannot_judge)), or V(no_suspect).
+  returned: when a sweep ran
+  type: str
+  sample: group_wide
+verdict_reason:
+  description: The conclusion as a sentence - who is named, or for V(group_wide) how many nodes are low, the
+    evidence and the likely shared cause (a switch, the fabric, a roll-out, or the expectation itself).
+  returned: when a sweep ran
+  type: str
+  sample: >-
+    group-wide: 6 of 6 nodes are low (bandwidth: every pair about 46 % of the expected 24000 MB/s and the pairs
+    agree with each other): the likely cause is something they share - the switch or fabric between them (link speed,
+    MTU, congestion control, a firmware or driver roll-out) - or an expectation that does not fit this hardware;
+    nobody is drained or excluded, check what the nodes share first
+cannot_judge:
+  description:
+    - The tests whose numbers cannot name a node, each C(test) and C(reason) - a test without an expectation on
+      too few nodes, or whose nodes split in two with the better side not a majority (both sides named, with
+      what they reach). The reason ends with why the catalog (O(expectations)) gave no figure, when it did not.
+  returned: when a sweep ran
+  type: list
+  elements: dict
+  sample:
+    - test: bandwidth
+      reason: >-
+        bandwidth: the nodes split in two - gpu[1-2] reach 1000 MB/s, gpu[3-6] reach 300 MB/s (each node's best
+        pair) - and the better side is not a majority, so the group median cannot tell which side is healthy (a bad
+        roll-out on part of the group, or a topology in which some pairs are faster); the group cannot be judged
+        without an expectation or a known-good reference
+expectations_used:
+  description:
+    - The expectation of each test that has one - C(test), C(expect), C(origin) (V(expect) - given with the test,
+      or V(catalog)); catalog ones also C(expectation_id), C(model), C(size) (the figure's message size),
+      C(source) and C(text).
+  returned: when a pairwise or reference sweep ran
+  type: list
+  elements: dict
+  sample:
+    - {test: all_reduce, expect: 384.0, origin: catalog, expectation_id: h100_sxm-multi-8x400g-all_reduce,
+       model: H100 SXM, size: 8589934592, source: "NCCL maintainer's rule of thumb ...",
+       text: "all_reduce: expected 384 GB/s at 8 GiB - the catalog's h100_sxm-multi-8x400g-all_reduce figure ..."}
 exclude:
-  description: The suspect nodes (RV(suspect_nodes)) as a Slurm hostlist (empty when none).
+  description:
+    - The suspect nodes (RV(suspect_nodes)) as a Slurm hostlist (empty when none).
+    - Empty when RV(verdict) is V(group_wide) - excluding most of the group would not remove the cause.
   returned: always
   type: str
   sample: te[3,7]
@@ -267,16 +334,22 @@ exclude_option:
   type: str
   sample: --exclude=te[3,7]
 drain_command:
-  description: The C(scontrol) command that would drain the suspects (not run by this module).
+  description:
+    - The C(scontrol) command that would drain the suspects (not run by this module).
+    - Empty when RV(verdict) is V(group_wide) - a group-wide result never drains anyone.
   returned: always
   type: list
   elements: str
+  sample: [scontrol, update, NodeName=te3, State=DRAIN, Reason=fabric_sweep found this node slow]
 group_wide:
-  description: More than half the nodes are suspects - the fault is not one node.
+  description: More than half the nodes are suspects, of the ranking or the bisection - the fault is not one node
+    (RV(verdict) is V(group_wide)).
   returned: always
   type: bool
 lines:
-  description: The verdict in readable lines (each pair, then the suspects, the bisection steps).
+  description:
+    - The verdict in readable lines - the expectations taken from the catalog, each pair, then the suspects, the
+      bisection steps and, unless suspects were named, RV(verdict_reason).
   returned: always
   type: list
   elements: str
@@ -288,7 +361,9 @@ import socket
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher as L
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import catalog as C
 from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import execute as X
+from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import expected as E
 from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import measure as M
 from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import plan as P
 from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import rank as R
@@ -304,6 +379,8 @@ def argument_spec():
         tests=dict(type="list", elements="dict", default=[]),
         group_test=dict(type="dict"),
         bisect_when_low=dict(type="bool", default=False),
+        expectations=dict(type="dict"),
+        network=dict(type="str"),
         tolerance=dict(type="float", default=0.2),
         retest_low=dict(type="int", default=1),
         slots_per_node=dict(type="int", default=1),
@@ -339,6 +416,8 @@ def _validate(p):
         raise P.SweepPlanError("slots_per_node must be >= 1, got %r" % p["slots_per_node"])
     if p["timeout"] < 1:
         raise P.SweepPlanError("timeout must be >= 1 second, got %r" % p["timeout"])
+    if p["expectations"]:
+        C.validate(p["expectations"])
     names = [n["name"] for n in nodes]
     tests = []
     rounds = []
@@ -372,6 +451,8 @@ def main():
         nodes, references, tests, rounds, group_test = _validate(p)
     except (P.SweepPlanError, M.MeasureError) as exc:
         module.fail_json(msg=str(exc), **result)
+    except C.CatalogError as exc:
+        module.fail_json(msg="expectations: %s" % exc, **result)
     names = [n["name"] for n in nodes]
     # srun takes Slurm's node names; mpirun the addresses (fabric names) of the nodes.
     address_of = dict((n["name"], n["name"] if p["launcher"] == "srun" else n["address"]) for n in nodes + references)
@@ -423,11 +504,15 @@ def main():
 
     ranking = None
     bisection = None
+    notes = {}
     try:
         if rounds:
             measurements, records = X.pairwise(rounds, address_of, tests, executor, p["parallel"])
             result["jobs"] = records
-            expectations = dict((t["name"], t["expect"]) for t in tests)
+            # The catalog's figure for the GPU model the jobs printed, where a test has no expect.
+            found, notes = E.from_catalog(tests, measurements, p["expectations"], p["network"])
+            result["expectations_used"] = E.used(tests, found)
+            expectations = dict((e["test"], e["expect"]) for e in result["expectations_used"])
             reference_names = [r["name"] for r in references]
             measurements, ranking, result["retests"] = X.retest_low(
                 measurements, lambda found: R.rank(found, p["tolerance"], expectations, references=reference_names),
@@ -435,20 +520,19 @@ def main():
             result["pairs"] = [pair for t in ranking["tests"] for pair in t["pairs"]]
             result["suspects"] = ranking["suspects"]
             result["link_suspects"] = ranking["link_suspects"]
-            result["group_wide"] = ranking["group_wide"]
         if group_test and (p["mode"] == "bisect" or p["bisect_when_low"]):
             known_good = [r["name"] for r in references]
             bisection = X.bisection(names, known_good, address_of, group_test, executor, p["tolerance"],
                                     p["parallel"])
             result["bisection"] = bisection
-        summary = V.verdict(ranking, bisection, p["drain_reason"])
+        summary = V.verdict(ranking, bisection, p["drain_reason"], notes)
     except (X.SweepRunError, R.RankError, HostlistError) as exc:
         module.fail_json(msg=str(exc), **result)
-    result["exclude"] = summary["exclude"]
-    result["exclude_option"] = summary["exclude_option"]
-    result["drain_command"] = summary["drain_command"]
-    result["suspect_nodes"] = summary["suspect_nodes"]
-    result["lines"] = (V.pair_lines(ranking) if ranking else []) + summary["lines"]
+    for key in ("verdict", "verdict_reason", "group_wide", "cannot_judge", "exclude", "exclude_option",
+                "drain_command", "suspect_nodes"):
+        result[key] = summary[key]
+    result["lines"] = ([e["text"] for e in result.get("expectations_used", []) if e["origin"] == "catalog"]
+                       + (V.pair_lines(ranking) if ranking else []) + summary["lines"])
     module.exit_json(**result)
 
 

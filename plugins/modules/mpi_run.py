@@ -176,9 +176,16 @@ options:
     default: sbatch
   sbatch_output_dir:
     description:
-      - Directory for the batch job's output files (C(<job name>-<job id>.out) and C(.err)), written by
-        the job's batch host (the first node of its allocation) and read by the launching host, so it
-        must be the same host or a shared file system. Default O(chdir), else C(/tmp).
+      - Directory in which each batch job gets a private output directory of its own (a new
+        C(aiinfra-sbatch-*) directory, mode 0700, the running user's) for its output files
+        (C(<job name>-<job id>.out) and C(.err)). They are written by the job's batch host (the first
+        node of its allocation) and read by the launching host, so O(sbatch_output_dir) must be on the
+        same host or a file system both mount. Default O(chdir), else C(/tmp).
+      - The files are opened without following links and read only when the running user owns them and
+        their directory; an output file that is missing (the batch host wrote it to its own disk) or not
+        safe to read fails the task, naming the batch host.
+      - As root on an NFS export that squashes root the private directory comes out owned by nobody, and the
+        task fails before submitting; choose a directory where root's files are its own, or run as a regular user.
     type: path
   sbatch_job_name:
     description: The batch job's name (C(--job-name)).
@@ -197,7 +204,8 @@ options:
     type: int
     default: 10
   sbatch_keep_output:
-    description: Keep the batch job's output files after reading them (they are removed by default).
+    description: Keep the batch job's output files and their private directory (C(output_dir) in RV(batch))
+      after reading them (they are removed by default).
     type: bool
     default: false
   parse:
@@ -397,13 +405,18 @@ batch:
   description:
     - With O(launcher=sbatch), the batch job - C(job_id), C(job_state) (C(COMPLETED), C(FAILED),
       C(CANCELLED), C(TIMEOUT) ...), C(batch_host), C(reason), C(script) (the submitted batch script),
-      C(output_files), C(time_limit_minutes) and C(polls) (how many status calls the wait took).
-      RV(cmd) is then the sbatch command line. Null with the other launchers.
+      C(output_dir) (the job's private output directory), C(output_files), C(time_limit_minutes) and
+      C(polls) (how many status calls the wait took).
+      RV(cmd) is then the sbatch command line; before the job is submitted (check mode) its output
+      paths show C(<private dir>) for the directory made at submission. Null with the other launchers.
   returned: always
   type: dict
   sample: {job_id: "12", job_state: COMPLETED, batch_host: te1, reason: None, polls: 3,
            script: "#!/bin/sh\nexec /usr/bin/srun --nodes=2 --ntasks=2 --label /opt/a\n",
-           output_files: [/tmp/aiinfra-mpi-12.out, /tmp/aiinfra-mpi-12.err], time_limit_minutes: 3}
+           output_dir: /tmp/aiinfra-sbatch-k3v9x2qa,
+           output_files: [/tmp/aiinfra-sbatch-k3v9x2qa/aiinfra-mpi-12.out,
+                          /tmp/aiinfra-sbatch-k3v9x2qa/aiinfra-mpi-12.err],
+           time_limit_minutes: 3}
 launched_from:
   description: The launching host's name.
   returned: always
@@ -564,7 +577,7 @@ def main():
     if plan["batch"]:
         result["cmd"] = plan["batch"]["argv"]
         result["batch"] = {"job_id": None, "job_state": None, "batch_host": None, "reason": None, "polls": 0,
-                           "script": plan["batch"]["script"], "output_files": [],
+                           "script": plan["batch"]["script"], "output_dir": None, "output_files": [],
                            "time_limit_minutes": plan["batch"]["time_limit_minutes"]}
     result["command"] = " ".join(shlex.quote(a) for a in result["cmd"])
 
@@ -615,25 +628,20 @@ def run_batch(module, p, batch_plan, launch_env, result):
         run = mpi_sbatch.run_batch(run_command, batch_plan, timeout=p["timeout"] or None,
                                    poll_interval=p["sbatch_poll_interval"],
                                    scontrol=os.path.join(tools, "scontrol") if tools else "scontrol",
-                                   scancel=os.path.join(tools, "scancel") if tools else "scancel")
+                                   scancel=os.path.join(tools, "scancel") if tools else "scancel",
+                                   keep_output=p["sbatch_keep_output"], launching_host=result["launched_from"])
     except mpi_sbatch.BatchError as exc:
         module.fail_json(msg="%s; nothing was submitted" % exc, **result)
-    for key in ("job_id", "job_state", "batch_host", "reason", "polls", "output_files"):
+    for key in ("job_id", "job_state", "batch_host", "reason", "polls", "output_dir", "output_files"):
         result["batch"][key] = run[key]
     if run.get("status_error"):
         result["batch"]["status_error"] = run["status_error"]
     result.update(rc=run["rc"], stdout=run["stdout"], stderr=run["stderr"], duration=run["duration"],
                   timed_out=run["timed_out"], cancelled=run["cancelled"], ran=True, changed=True)
-    if not p["sbatch_keep_output"]:
-        for path in run["output_files"]:
-            if path not in run.get("missing_output", []) and os.path.exists(path):
-                os.unlink(path)
-    # The error file may be absent when nothing was written to it; the output file may not.
-    if run["output_files"][0] in run.get("missing_output", []) and not run["timed_out"] and not run["cancelled"]:
-        module.fail_json(msg="batch job %s ended (%s) but its output %s is not on %s: it ran on batch host %s; "
-                         "set sbatch_output_dir to a shared file system, or launch from that host"
-                         % (run["job_id"], run["job_state"], run["output_files"][0],
-                            result["launched_from"], run["batch_host"]), **result)
+    # Output that is missing (it went to the batch host's own disk) or not safe to read
+    # (a link, another user's file) is an error, never an empty or foreign result.
+    if run["output_error"]:
+        module.fail_json(msg=run["output_error"], **result)
 
 
 def finish(module, p, plan, expect, result, implementation, where):

@@ -12,6 +12,12 @@ short_description: Connect an NVMe over Fabrics host to a subsystem, idempotentl
 description:
   - Connects this host (the initiator) to an NVMe-oF subsystem over TCP, RDMA, FC or loop
     with nvme-cli, or disconnects it.
+  - No secret is ever on a command line or in an environment, where other local users read it
+    (C(/proc/PID/cmdline)). nvme-cli takes DH-HMAC-CHAP secrets and TLS keys only as command-line
+    options, so a connect that carries O(dhchap_secret), O(dhchap_ctrl_secret) or O(tls_key) writes
+    the kernel's option string to C(/dev/nvme-fabrics) itself, as nvme-cli does after reading its
+    options, on every nvme-cli release (2.3, 2.13 and later alike); RV(operations) says so. Connects
+    without a secret (TLS with the key looked up in the keyring included) run C(nvme connect).
   - The current state is read from the kernel, C(/sys/class/nvme-fabrics/ctl/nvme*/)
     (transport, subsystem NQN, the C(address) key=value pairs compared field by field,
     host NQN, state, timeouts, queues, DH-HMAC-CHAP secrets), not from nvme-cli, which
@@ -115,12 +121,14 @@ options:
   dhchap_secret:
     description:
       - The host's DH-HMAC-CHAP secret (C(DHHC-1:...:)), for authentication of this host
-        to the target. Never logged or returned.
+        to the target. Never logged or returned, never on a command line (written to
+        C(/dev/nvme-fabrics) with the other connect options).
     type: str
   dhchap_ctrl_secret:
     description:
       - The controller's DH-HMAC-CHAP secret, for bidirectional authentication (the host
-        also authenticates the target). Needs O(dhchap_secret). Never logged or returned.
+        also authenticates the target). Needs O(dhchap_secret). Never logged or returned,
+        never on a command line.
     type: str
   tls:
     description:
@@ -136,12 +144,22 @@ options:
     default: false
   tls_key:
     description:
-      - The TLS key to use with O(tls=true) - a key serial in the keyring, or for nvme-cli
-        releases that take it, a PSK in interchange format. Passed as C(--tls-key) or C(--tls_key),
-        whichever the installed nvme-cli lists. Never logged or returned.
+      - The TLS key to use with O(tls=true) - a key serial in the keyring (decimal or C(0x)-hex),
+        or a PSK in interchange format (C(NVMeTLSkey-1:01:...:)). Never logged or returned, never on
+        a command line; the connect goes through C(/dev/nvme-fabrics) with the key's serial
+        (C(tls_key=<serial>)).
+      - A PSK is first put into the keyring (O(keyring), else C(.nvme)) as the aiinfra.fabric.nvme_tls_key
+        module puts it there (identity version 0, C(NVMe0R<hash> <hostnqn> <subsysnqn>), the key the installed
+        nvme-cli's C(check-tls-key --insert) derives), and it stays there. nvme-cli 2.13's own C(--tls-key) would
+        insert it under an identity version 1 instead, which a target keyed by this collection does not hold.
+      - Usually unset - the kernel then looks the PSK up in the keyring by this host's and the subsystem's
+        identity, as loaded by the aiinfra.fabric.nvme_tls role.
     type: str
   keyring:
-    description: Keyring to look the TLS key up in (C(--keyring)), with O(tls=true).
+    description:
+      - Keyring to look the TLS key up in, with O(tls=true) - a name (C(.nvme)) or a serial. Passed as
+        C(--keyring) to nvme-cli, or as the keyring's serial to C(/dev/nvme-fabrics) when the connect carries
+        a secret.
     type: str
   concat:
     description:
@@ -230,19 +248,23 @@ notes:
   - Run as root.
   - nvme-cli 2.x refuses a second connection to the same subsystem, transport and address
     (C(already connected)), so a different O(host_traddr) alone does not create a
-    second path; the module reports nvme-cli's message.
+    second path; the module reports nvme-cli's message. A connect with a secret goes to the
+    kernel, which refuses only a controller that matches in every address field, host address
+    and interface included.
   - One machine can connect to one subsystem and address as several hosts (one controller
     per O(hostnqn)). nvme-cli before 2.6 refuses every identity after the first as
     C(already connected), whatever C(--hostnqn), C(--hostid) or C(--duplicate-connect) say;
     the kernel accepts it. So when another host NQN of this machine is connected to the
     same subsystem and address, the module connects by writing the kernel's option string
-    to C(/dev/nvme-fabrics) itself, as nvme-cli does (not with O(tls), whose key nvme-cli
-    looks up). RV(operations) says so.
+    to C(/dev/nvme-fabrics) itself, as nvme-cli does (a TLS connect without a secret stays
+    with nvme-cli there). RV(operations) says so.
   - A host NQN other than C(/etc/nvme/hostnqn) given without O(hostid) gets its own host ID,
     not C(/etc/nvme/hostid) (the kernel refuses one host ID under two host NQNs); it is the UUID
     of a C(nqn.2014-08.org.nvmexpress:uuid:) NQN, else a UUID derived from the NQN.
   - While another path to the same subsystem is up, nvme-cli 2.3 reuses that
     controller's DH-HMAC-CHAP secret when O(dhchap_secret) is not given.
+  - At boot (O(persistent=true)) C(nvme connect-all) reads the secrets from the saved file (mode 0600),
+    never from its command line, and hands them to the kernel the same way.
   - The discovery service port of the Linux kernel target is the port it listens on,
     usually 4420; use M(aiinfra.fabric.nvme_discover) to list what a target offers.
 seealso:
@@ -342,7 +364,10 @@ persistent_mode:
   type: str
   sample: "0600"
 operations:
-  description: What the module did (or would do in check mode), in order.
+  description:
+    - What the module did (or would do in check mode), in order. C(connect) is a C(nvme connect); a connect
+      with secrets reads C(connect through /dev/nvme-fabrics (its DH-HMAC-CHAP secrets and TLS key go to the
+      kernel, never on a command line)).
   returned: always
   type: list
   elements: str

@@ -16,6 +16,9 @@ description:
   - Each path is converged exactly as M(aiinfra.fabric.nvme_connect) converges one connection (the same sysfs reading,
     drift, guards, nvme-cli capability checks and saved connections); the settings given at the top level (timeouts,
     queues, DH-HMAC-CHAP secrets, persistence) apply to every path.
+  - A path with a DH-HMAC-CHAP secret or a TLS key connects by writing the kernel's option string to
+    C(/dev/nvme-fabrics), on every nvme-cli release, so no secret is ever on a command line (see
+    M(aiinfra.fabric.nvme_connect)); the other paths connect with C(nvme connect).
   - Every path is validated and planned before the first one is changed - a bad entry anywhere, a missing nvme-cli
     ability, or a disconnect of a namespace in use is reported (every error at once, each named by its place such as
     C(subsystems[1].paths[0].traddr)) and nothing is changed.
@@ -117,13 +120,20 @@ options:
     description: I/O queue depth (16-1024), every path.
     type: int
   dhchap_secret:
-    description: The host's DH-HMAC-CHAP secret, every path. Never logged or returned.
+    description:
+      - The host's DH-HMAC-CHAP secret, every path. Never logged or returned, never on a command line (written to
+        C(/dev/nvme-fabrics)).
     type: str
   dhchap_ctrl_secret:
-    description: The controller's DH-HMAC-CHAP secret (bidirectional), every path. Never logged or returned.
+    description:
+      - The controller's DH-HMAC-CHAP secret (bidirectional), every path. Never logged or returned, never on a
+        command line.
     type: str
   tls_key:
-    description: TLS key of the paths of the subsystems with O(subsystems[].tls=true). Never logged or returned.
+    description:
+      - TLS key of the paths of the subsystems with O(subsystems[].tls=true), as in M(aiinfra.fabric.nvme_connect) -
+        a key serial, or a PSK in interchange format, which is put into the keyring first. Never logged or returned,
+        never on a command line.
     type: str
   keyring:
     description: Keyring the TLS keys are looked up in, for the subsystems with O(subsystems[].tls=true).

@@ -16,6 +16,13 @@ description:
     C("Port ID") in 2.7) and several discovery logs printed back to back.
   - Read-only. nvme-cli connects a discovery controller for the query and removes it
     again; no I/O controller is created.
+  - With O(dhchap_secret) the secret never goes on a command line, where every local user can read it
+    (C(/proc/PID/cmdline)). The module creates the discovery controller itself by writing the kernel's
+    option string, secret included, to C(/dev/nvme-fabrics), reads its log with
+    C(nvme discover --device=nvmeN --output-format=json) (nvme-cli 2.3 and 2.13 alike), and removes
+    the controller again. That also makes the secret reach the discovery controller, which C(nvme discover
+    --dhchap-secret) never did; libnvme 1.3 to 1.16 (nvme-cli 2.3 to 2.16) leave it out of the options of
+    a discovery controller.
 version_added: 0.1.0
 author:
   - aiinfra.fabric contributors (!UNKNOWN)
@@ -52,7 +59,14 @@ options:
     description: Host ID to present. nvme-cli uses C(/etc/nvme/hostid) when not given.
     type: str
   dhchap_secret:
-    description: The host's DH-HMAC-CHAP secret, for discovery controllers that require authentication.
+    description:
+      - The host's DH-HMAC-CHAP secret, for discovery controllers that require authentication. Written to
+        C(/dev/nvme-fabrics) with the controller's options, never passed to nvme-cli. Never logged or
+        returned.
+      - The host identity is then O(hostnqn) and O(hostid), else C(/etc/nvme/hostnqn) and C(/etc/nvme/hostid),
+        which must exist (nvme-cli would make up an NQN the target does not know).
+      - The Linux kernel target (nvmet) never asks a host to authenticate to its discovery controller; the
+        secret matters to targets that do.
     type: str
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
@@ -125,6 +139,8 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.cli import Nvm
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection import (
     ValidationError, address_spec, validate_nqn, validate_port, validate_secret,
 )
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.fabrics_dev import discover_through_kernel
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.host import host_identity
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.sysfs import FabricsSysfs
 
 
@@ -172,7 +188,16 @@ def main():
                              "(modprobe nvme-fabrics, and nvme-%s)" % values["transport"])
     cli = NvmeCli(module)
     try:
-        entries, genctrs = cli.discover(values)
+        if values["dhchap_secret"]:
+            # The kernel makes the discovery controller with the secret (never on a command line).
+            hostnqn, hostid, dummy = host_identity(dict(values, generate_host_identity=False), "connected",
+                                                   True, cli.gen_hostnqn)
+            entries, genctrs = discover_through_kernel(cli, dict(values, hostnqn=hostnqn, hostid=hostid))
+        else:
+            entries, genctrs = cli.discover(values)
+    except ValidationError:
+        module.fail_json(msg="dhchap_secret authenticates this host by its NQN, but hostnqn is not set and "
+                             "/etc/nvme/hostnqn is missing or empty: set hostnqn (and hostid)")
     except NvmeCliError as exc:
         module.fail_json(msg=exc.msg, **exc.details())
     except ValueError as exc:

@@ -15,28 +15,41 @@ description:
     CRC-32) before anything changes.
   - Writes them to a key store (O(store), mode 0600 in a 0700 directory) that
     C(aiinfra-nvme-tls-keys.service) (installed by the aiinfra.fabric.nvme_tls role) reads at boot, and
-    derives and inserts the TLS PSK of each into the kernel keyring (O(keyring)) with nvme-cli, under
-    the version 0 identity C(NVMe0R<hash> <hostnqn> <subsysnqn>) that the kernel and tlshd look up.
+    inserts the TLS PSK of each into the kernel keyring (O(keyring)) under the version 0 identity
+    C(NVMe0R<hash> <hostnqn> <subsysnqn>) that the kernel and tlshd look up.
+  - No key is ever put on a command line or in an environment (other local users read
+    C(/proc/PID/cmdline)). The module computes the TLS PSK that the installed nvme-cli's
+    C(check-tls-key --insert) would insert (the retained PSK and the TLS PSK, HKDF with the key's
+    hash) and adds it with the add_key(2) system call through libkeyutils, making the calls libnvme
+    makes (the keyring linked into the session keyring, a key of the same identity revoked, the new
+    one added). The boot-time loader does the same.
+  - Two derivations exist, and both ends of a connection must use the same one. nvme-cli 2.16 and
+    later (libnvme 1.16) derive as RFC 8446 defines HKDF-Expand-Label and offer C(--compat) for the
+    older form; nvme-cli up to 2.15 (Debian 13's 2.13) know only that older form. The module uses the
+    one the host's own nvme-cli would, read from C(nvme check-tls-key --help) (C(--insert), and
+    C(--compat) or not) or, in 3.x, C(nvme keys insert-tls-psk --help); nvme-cli 2.3 (Debian 12) can
+    insert no key, and the module says so.
   - The plan is made against what the keyring links now (C(keyctl rlist) of O(keyring), with the key
     identities from C(/proc/keys); a revoked key, or one that only a live session still holds, is not
     loaded), not against the store. A key missing from the keyring (after a reboot, or removed by hand)
-    is inserted again; a changed PSK for a pair is inserted over the old one (a rotation; connections
-    already up keep their session, new connections use the new key; the target is not touched). Keys the
-    store listed and O(keys) no longer does are unlinked from the keyring.
-  - The keyring changes first, every planned unlink and insert is tried even when one fails, and the
-    store is written afterwards as the keyring then is. After a failed insert it keeps the PSK it had for
-    that pair, so the next run inserts the new one again. After a failed unlink it lists the identity as
-    revoked, without its PSK, so the next run, or O(state=absent), unlinks it, and the boot loader does not
-    load it. A run after any partial failure converges.
-  - Which nvme-cli command inserts keys is read from nvme-cli's help (C(check-tls-key --insert) in 2.x,
-    C(keys insert-tls-psk) in 3.x); nvme-cli 2.3 (Debian 12) has neither, and the module says so.
+    is inserted again; a changed PSK for a pair is inserted over the old one (a rotation; the old key is
+    revoked, as nvme-cli does; connections already up keep their session, new connections use the new
+    key; the target is not touched). Keys the store listed and O(keys) no longer does are unlinked from
+    the keyring.
+  - The keyring changes first (unlinks, then inserts), every planned unlink and insert is tried even when
+    one fails, and the store is written afterwards as the keyring then is. After a failed insert it keeps
+    the PSK it had for that pair, so the next run inserts the new one again. After a failed unlink it lists
+    the identity as revoked, without its PSK, so the next run, or O(state=absent), unlinks it, and the boot
+    loader does not load it. A run after any partial failure converges.
   - PSKs are never returned, logged or shown in a diff; results name keys by their identity.
 version_added: 0.2.0
 author:
   - aiinfra.fabric contributors (!UNKNOWN)
 requirements:
-  - nvme-cli with TLS key support (Debian 13's 2.13), keyutils (C(keyctl), to read the keyring and to unlink),
-    a kernel with C(CONFIG_NVME_TCP_TLS) or C(CONFIG_NVME_TARGET_TCP_TLS).
+  - nvme-cli with TLS key support (Debian 13's 2.13; only its help is read),
+    keyutils (C(libkeyutils.so.1) for inserting, C(keyctl) to read the keyring and to unlink), a kernel with
+    C(CONFIG_NVME_TCP_TLS) or C(CONFIG_NVME_TARGET_TCP_TLS) (and with them the C(.nvme) keyring of
+    C(nvme-keyring)).
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
   - aiinfra.fabric.attributes.declarative
@@ -199,7 +212,7 @@ def main():
         loaded = loader.loaded(p["keyring"]) if involved else {}
         plan = plan_keys(store, desired, loaded, p["state"], p["keyring"])
         if plan["insert"] and not module.check_mode:
-            loader.prefix()
+            loader.derivation()
     except KeyringError as exc:
         module.fail_json(msg=str(exc))
     # The store holds the PSKs: a wider mode is a change of its own (a rewrite fixes it too).

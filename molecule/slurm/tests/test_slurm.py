@@ -163,9 +163,13 @@ def test_sbatch_allreduce_landed_in_mpi_runs_facts(te1):
     assert sorted(result["rank_output"]) == ["0", "1"]
     assert result["parsed"]["all_match"] is True and result["failed_checks"] == []
     assert {r["host"] for r in result["parsed"]["results"]} == {"te1", "te2"}
-    # The job's output files were read into the facts, then removed.
+    # The job wrote into a private directory of its own (issue 35 item 10), whose files were
+    # read into the facts, then removed with it.
+    assert batch["output_dir"].startswith("/tmp/aiinfra-sbatch-"), batch["output_dir"]
     for path in batch["output_files"]:
+        assert path.startswith(batch["output_dir"] + "/aiinfra-mpi-"), path
         assert not te1.file(path).exists, path
+    assert not te1.file(batch["output_dir"]).exists
 
 
 def test_a_batch_job_past_its_deadline_is_cancelled_and_gone(te1, te2):

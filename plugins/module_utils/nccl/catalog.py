@@ -13,6 +13,7 @@ with its source and tolerance).
 ``merge(base, overrides)``         the user's entries first; same ``id`` replaces
 ``model_for(catalog, gpu_name)``   the model entry of a GPU name, or None
 ``select(catalog, ...)``           the expectation for a run, or None
+``figure_at(expectation, size)``   the figure that applies to a run's largest size, or None
 ``verdict(...)``                   the comparison, with a sentence that explains it
 """
 
@@ -183,6 +184,16 @@ def select(catalog, gpu_models, test, scope, gpus_per_node=None, network=None):
     return candidates[0], model, None
 
 
+def figure_at(expectation, size):
+    """``(size, busbw)``: the figure at the largest published size not above ``size``, or None.
+
+    busbw grows with the message size, so a figure for a larger size than the run reached
+    would judge it unfairly.
+    """
+    usable = [f for f in expectation["figures"] if size is not None and f[0] <= size]
+    return usable[-1] if usable else None
+
+
 # --------------------------------------------------------------------------- verdict
 
 def human_size(size):
@@ -229,14 +240,13 @@ def verdict(host, test, measured, size, expectation, model, why_not=None):
         out["text"] = "%s: no out-of-place result to compare with %s of %s GB/s" % (
             head, what, _gbs(expectation["busbw"]))
         return out
-    usable = [f for f in expectation["figures"] if size is not None and f[0] <= size]
-    if not usable:
+    figure = figure_at(expectation, size)
+    if figure is None:
         smallest = expectation["figures"][0][0]
         out["text"] = ("%s, not compared: %s has figures from %s, the largest size measured is smaller "
                        "(raise maxbytes)" % (head, what, human_size(smallest)))
         return out
-    # The figure at the largest published size the run reached (busbw grows with size).
-    figure_size, expected = usable[-1]
+    figure_size, expected = figure
     out["expected_busbw"], out["expected_size"] = expected, figure_size
     at = " at %s" % human_size(figure_size) if figure_size != size else ""
     deficit = (expected - measured) / expected * 100.0

@@ -6,7 +6,7 @@ version number.
 
 nvme-cli's options changed between releases (2.3 has no TLS options; later releases
 added ``--tls``, ``--keyring``, a TLS key option spelt ``--tls_key`` and then also
-``--tls-key``, ``--concat``...), and distributions ship back-ported builds whose version
+``--tls-key``, ``--concat``...; the TLS key never goes to nvme-cli, see fabrics_dev.py), and distributions ship back-ported builds whose version
 says little ("2.4+really2.3" on Debian 12). So the options a command takes are read from
 its own ``--help`` output, and what the kernel's fabrics layer accepts from
 ``/dev/nvme-fabrics``, which lists the option tokens it parses when read.
@@ -61,14 +61,6 @@ class ConnectCapabilities(object):
         return "tls" in self.options
 
     @property
-    def tls_key_flag(self):
-        """The spelling of the TLS key option this nvme-cli takes, or None."""
-        for name in ("tls-key", "tls_key"):
-            if name in self.options:
-                return "--" + name
-        return None
-
-    @property
     def keyring(self):
         return "keyring" in self.options
 
@@ -84,9 +76,14 @@ class ConnectCapabilities(object):
     def kernel_has(self, token):
         return self.kernel_tokens is None or token in self.kernel_tokens
 
-    def missing(self, desired):
+    def missing(self, desired, through_kernel=False):
         """Why ``desired`` (validated nvme_connect parameters) cannot be met here: a list of
-        sentences, each naming what lacks which ability; empty when nothing is missing."""
+        sentences, each naming what lacks which ability; empty when nothing is missing.
+
+        ``through_kernel``: the connect carries a secret and is written to /dev/nvme-fabrics
+        (fabrics_dev.py), so nvme-cli's --keyring and --concat options are not used (its
+        --tls still is required: the keys, tlshd and the boot-time connect-all rely on an
+        nvme-cli with TLS)."""
         problems = []
         if desired.get("tls"):
             if not self.tls:
@@ -96,12 +93,10 @@ class ConnectCapabilities(object):
             if not self.kernel_has("tls"):
                 problems.append("the kernel's /dev/nvme-fabrics does not list the 'tls' option: the kernel "
                                 "was built without CONFIG_NVME_TCP_TLS")
-            if desired.get("tls_key") and not self.tls_key_flag:
-                problems.append("this nvme-cli has no --tls-key/--tls_key option for tls_key")
-            if desired.get("keyring") and not self.keyring:
+            if desired.get("keyring") and not self.keyring and not through_kernel:
                 problems.append("this nvme-cli has no --keyring option for keyring")
         if desired.get("concat"):
-            if not self.concat:
+            if not self.concat and not through_kernel:
                 problems.append("secure concatenation (concat=true) needs 'nvme connect --concat', which "
                                 "this nvme-cli does not list in its help")
             if not self.kernel_has("concat"):

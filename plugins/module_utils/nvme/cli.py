@@ -3,8 +3,11 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one nvme-cli runner of the collection: argv building, output parsing, errors.
 
-Every command is an argv list run with LC_ALL=C. Secrets given on the command
-line are passed to nvme-cli only; callers get results without them.
+Every command is an argv list run with LC_ALL=C. No secret is ever on it: nvme-cli takes
+DH-HMAC-CHAP secrets and TLS keys only as command-line options, which any local user reads in
+/proc/PID/cmdline, so connects and discoveries that carry one go through the kernel's
+/dev/nvme-fabrics instead (fabrics_dev.py), and the runner refuses values that hold one.
+Masking secret options in what is shown (redact_argv) stays as a second line of defence.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import re
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.capabilities import (
     ConnectCapabilities, parse_long_options, saved_connections_format,
 )
+from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.load import KeyLoader
 
 NVME_ENV = {"LC_ALL": "C", "LANG": "C"}
 
@@ -36,8 +40,6 @@ CONNECT_OPTIONS = (
     ("fast_io_fail_tmo", "--fast_io_fail_tmo"),
     ("nr_io_queues", "--nr-io-queues"),
     ("queue_size", "--queue-size"),
-    ("dhchap_secret", "--dhchap-secret"),
-    ("dhchap_ctrl_secret", "--dhchap-ctrl-secret"),
     ("keyring", "--keyring"),
 )
 DISCOVER_OPTIONS = (
@@ -48,8 +50,10 @@ DISCOVER_OPTIONS = (
     ("host_iface", "--host-iface"),
     ("hostnqn", "--hostnqn"),
     ("hostid", "--hostid"),
-    ("dhchap_secret", "--dhchap-secret"),
 )
+# The values that never go to nvme-cli (fabrics_dev.SECRET_PARAMS, spelt here too: that
+# file imports this one).
+SECRET_VALUES = ("dhchap_secret", "dhchap_ctrl_secret", "tls_key")
 # Option values never returned or logged: the DH-HMAC-CHAP secrets, and the TLS key
 # (a key serial, or in newer nvme-cli a PSK in interchange format).
 SECRET_OPTIONS = ("--dhchap-secret", "--dhchap-ctrl-secret", "--tls_key", "--tls-key")
@@ -83,17 +87,22 @@ def _options(spec, values):
     return argv
 
 
-def build_connect_argv(nvme, values, tls_key_flag="--tls_key"):
-    """argv for ``nvme connect``; ``values`` holds the validated module parameters.
+def refuse_secrets(values, action):
+    """NvmeCliError when ``values`` hold a secret: such a connect or discovery goes through
+    /dev/nvme-fabrics (fabrics_dev.py), never through nvme-cli's command line."""
+    held = [key for key in SECRET_VALUES if values.get(key)]
+    if held:
+        raise NvmeCliError("internal error: nvme %s was asked to run with %s on its command line, where every local "
+                           "user can read it; such a %s goes through /dev/nvme-fabrics" % (action, "/".join(held), action),
+                           kind="internal")
 
-    ``tls_key_flag`` is the spelling of the TLS key option the installed nvme-cli lists
-    in its help (see capabilities.ConnectCapabilities.tls_key_flag).
-    """
+
+def build_connect_argv(nvme, values):
+    """argv for ``nvme connect``; ``values`` holds the validated module parameters, which
+    carry no secret (:func:`refuse_secrets`): the secret options are not in CONNECT_OPTIONS."""
     argv = [nvme, "connect"] + _options(CONNECT_OPTIONS, values)
     if values.get("tls"):
         argv.append("--tls")
-        if values.get("tls_key"):
-            argv.append("%s=%s" % (tls_key_flag, values["tls_key"]))
     if values.get("concat"):
         argv.append("--concat")
     return argv
@@ -104,8 +113,11 @@ def build_disconnect_argv(nvme, name):
     return [nvme, "disconnect", "--device=%s" % name]
 
 
-def build_discover_argv(nvme, values):
-    return [nvme, "discover"] + _options(DISCOVER_OPTIONS, values) + ["--output-format=json"]
+def build_discover_argv(nvme, values, device=None):
+    """argv for ``nvme discover``; with ``device`` (nvme5), the log of that existing discovery
+    controller (nvme-cli 2.3 and 2.13 then leave the controller in place)."""
+    return ([nvme, "discover"] + (["--device=%s" % device] if device else []) + _options(DISCOVER_OPTIONS, values)
+            + ["--output-format=json"])
 
 
 def redact_argv(argv, secrets=SECRET_OPTIONS):
@@ -315,6 +327,7 @@ class NvmeCli(object):
         self._caps = None
         self._help = {}
         self._saved_format = None
+        self._key_loader = None
 
     def run(self, argv, check=True, data=None):
         rc, out, err = self.module.run_command(argv, environ_update=NVME_ENV, data=data)
@@ -359,6 +372,15 @@ class NvmeCli(object):
             self._saved_format = saved_connections_format(rc, (out or "") + "\n" + (err or ""))
         return self._saved_format
 
+    def key_loader(self):
+        """The TLS key loader (tls/load.py) on this runner, made once: it resolves a keyring name
+        to its serial and puts a PSK given as tls_key into the keyring, never on a command line."""
+        if self._key_loader is None:
+            module = self.module
+            self._key_loader = KeyLoader(lambda argv: module.run_command(argv, environ_update=NVME_ENV),
+                                         nvme=self.nvme, keyctl=module.get_bin_path("keyctl") or "keyctl")
+        return self._key_loader
+
     def gen_hostnqn(self):
         return self.run([self.nvme, "gen-hostnqn"])[1].strip()
 
@@ -375,8 +397,9 @@ class NvmeCli(object):
         raise NvmeCliError("nvme %s failed: %s (nvme-cli said: %s)" % (action, failure_hint(kind), message),
                            kind=kind, rc=rc, stdout=out, stderr=err, cmd=redact_argv(argv), kernel=kernel)
 
-    def connect(self, values, tls_key_flag="--tls_key"):
-        return self._run_classified(build_connect_argv(self.nvme, values, tls_key_flag), "connect")
+    def connect(self, values):
+        refuse_secrets(values, "connect")
+        return self._run_classified(build_connect_argv(self.nvme, values), "connect")
 
     def disconnect(self, name):
         rc, out, err = self.run(build_disconnect_argv(self.nvme, name), check=False)
@@ -386,5 +409,13 @@ class NvmeCli(object):
         return out
 
     def discover(self, values):
+        refuse_secrets(values, "discover")
         out = self._run_classified(build_discover_argv(self.nvme, values), "discover")
+        return parse_discovery_json(out)
+
+    def discover_device(self, name, values):
+        """The log of the existing discovery controller ``name``; ``values`` (the address and
+        host identity it was made with) only make nvme-cli's own checks agree with it."""
+        values = dict((k, v) for k, v in values.items() if k not in SECRET_VALUES)
+        out = self._run_classified(build_discover_argv(self.nvme, values, name), "discover")
         return parse_discovery_json(out)

@@ -10,6 +10,10 @@ identity) and plans; it raises :class:`ConnectFailure` for anything that would f
 module that converges several connections (nvme_connections) prepares every one
 before it applies the first, so a refusal anywhere changes nothing anywhere.
 
+A connect that carries a secret (DH-HMAC-CHAP secrets, a TLS key) is written to the
+kernel's /dev/nvme-fabrics on every nvme-cli release, never run as ``nvme connect`` with the
+secret on its command line (fabrics_dev.py); nvme-cli makes only the connects without one.
+
 nvme-cli's saved connections (config.json, or the INI drop-in) are read again when
 a connection is applied, not when it is prepared: connections applied one after
 another each add their own entry to what the one before wrote.
@@ -27,7 +31,9 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection imp
     ValidationError, controller_drift, controller_matches, matching_controllers, other_identities_at_address,
     plan_connection, public_controller,
 )
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.fabrics_dev import FABRICS_DEV, connect_through_kernel
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.fabrics_dev import (
+    FABRICS_DEV, carries_secret, connect_through_kernel,
+)
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.host import (
     host_identity, read_text, wait_for_connection, wait_for_connections, wait_gone,
 )
@@ -38,9 +44,14 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.persist import
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.persist_ini import (
     dropin_has_port, dropin_is_empty, dropin_path, dropin_with_port, dropin_without_port, parse_dropin, render_dropin,
 )
+from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.keyring import parse_serial
+from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.load import KeyringError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.store import DEFAULT_KEYRING
 
 CONNECT_VIA_KERNEL = ("connect through %s (another host NQN of this machine is connected to this subsystem and "
                       "address, which nvme-cli before 2.6 refuses as already connected)" % FABRICS_DEV)
+CONNECT_WITH_SECRETS = ("connect through %s (its DH-HMAC-CHAP secrets and TLS key go to the kernel, never on a "
+                        "command line)" % FABRICS_DEV)
 
 
 def connection_settings_spec():
@@ -65,6 +76,23 @@ def connection_settings_spec():
         force=dict(type="bool", default=False),
         wait_timeout=dict(type="int", default=30),
     )
+
+
+def kernel_values(desired, cli):
+    """``desired`` as the kernel's fabrics device takes it: the keyring and the TLS key as key
+    serials. A keyring name is looked up in /proc/keys; a PSK in interchange format is put into
+    the keyring (O(keyring), else .nvme) first, as the aiinfra.fabric.nvme_tls_key module puts it
+    there - identity version 0, the one this collection's targets hold - and its serial taken."""
+    values = dict(desired)
+    if desired.get("keyring"):
+        values["keyring"] = cli.key_loader().keyring_serial(desired["keyring"])
+    if desired.get("tls_key"):
+        serial = parse_serial(desired["tls_key"])
+        if serial is None:
+            key = {"hostnqn": desired["hostnqn"], "subsysnqn": desired["nqn"], "psk": desired["tls_key"]}
+            serial = cli.key_loader().insert(desired.get("keyring") or DEFAULT_KEYRING, key)
+        values["tls_key"] = serial
+    return values
 
 
 class ConnectFailure(Exception):
@@ -141,15 +169,20 @@ def prepare_connection(params, desired, cli, sysfs, check_mode):
     Returns the plan as a dict for :func:`apply_connection`; raises ConnectFailure with
     what the module would have failed with."""
     state = params["state"]
-    tls_key_flag = "--tls_key"
+    secret = state == "connected" and carries_secret(desired)
     if (desired["tls"] or desired["concat"] or desired["fast_io_fail_tmo"] is not None) and state == "connected":
         # Read from nvme-cli's own help and the kernel's option list, not guessed from versions.
         caps = cli.connect_capabilities()
-        missing = caps.missing(desired)
+        missing = caps.missing(desired, through_kernel=secret)
         if missing:
             raise ConnectFailure("cannot connect with tls=%s concat=%s fast_io_fail_tmo=%s on this host: %s" % (
                 desired["tls"], desired["concat"], desired["fast_io_fail_tmo"], "; ".join(missing)))
-        tls_key_flag = caps.tls_key_flag or tls_key_flag
+    if secret and desired["tls_key"] and parse_serial(desired["tls_key"]) is None:
+        # A PSK goes into the keyring as this host's nvme-cli would insert it: it must be able to.
+        try:
+            cli.key_loader().derivation()
+        except KeyringError as exc:
+            raise ConnectFailure("tls_key holds a PSK, which goes into the kernel keyring before the connect: %s" % exc)
     # Where this nvme-cli keeps saved connections (config.json, or the INI nvme-fabrics.conf.d of
     # releases that replaced it), from what it can do; only that format is written.
     saved_format = cli.saved_connections_format() if params["persistent"] and state == "connected" else None
@@ -175,11 +208,12 @@ def prepare_connection(params, desired, cli, sysfs, check_mode):
     all_controllers = sysfs.controllers(match=lambda c: c.get("transport") == desired["transport"]
                                         and c.get("subsysnqn") == desired["nqn"])
     controllers = matching_controllers(all_controllers, desired)
-    # nvme-cli before 2.6 refuses a second host identity at one address (fabrics_dev.py);
-    # the kernel does not, so that connect writes the kernel's fabrics device directly.
-    # TLS keys are looked up by nvme-cli, so a TLS connect always goes through it.
-    via_kernel = (state == "connected" and not (desired["tls"] or desired["concat"])
-                  and bool(other_identities_at_address(all_controllers, desired)))
+    # A connect with a secret writes the kernel's fabrics device directly (fabrics_dev.py), and
+    # so does a second host identity at one address, which nvme-cli before 2.6 refuses (the
+    # kernel does not); a TLS connect without a secret stays with nvme-cli there, as before.
+    second_identity = (not (desired["tls"] or desired["concat"])
+                       and bool(other_identities_at_address(all_controllers, desired)))
+    via_kernel = state == "connected" and (secret or second_identity)
     drifts = {}
     if state == "connected":
         cpus = sysfs.online_cpus()
@@ -197,14 +231,15 @@ def prepare_connection(params, desired, cli, sysfs, check_mode):
 
     operations = ["%s %s" % op if op[1] else op[0] for op in ops]
     if via_kernel:
-        operations = [CONNECT_VIA_KERNEL if item == "connect" else item for item in operations]
+        label = CONNECT_VIA_KERNEL if second_identity else CONNECT_WITH_SECRETS
+        operations = [label if item == "connect" else item for item in operations]
     operations = ["write /etc/nvme/%s" % item[0] for item in identity_writes] + operations + saved["ops"]
     warnings = []
     if drifts and not params["reconnect"]:
         warnings.append("live connection differs from the requested settings (%s); set reconnect=true to "
                         "disconnect and connect again" % "; ".join(
                             "%s: %s" % (n, ", ".join(sorted(d))) for n, d in sorted(drifts.items())))
-    return dict(desired=desired, state=state, tls_key_flag=tls_key_flag, saved_format=saved_format,
+    return dict(desired=desired, state=state, saved_format=saved_format,
                 identity_writes=identity_writes, controllers=controllers, drifts=drifts, ops=ops,
                 via_kernel=via_kernel, devices_before=devices_before, saved=saved, operations=operations,
                 warnings=warnings, before={
@@ -296,9 +331,11 @@ def start_connection(module, params, plan, cli, sysfs):
             else:
                 wait_gone(sysfs, desired, params["wait_timeout"])
                 if plan["via_kernel"]:
-                    connect_through_kernel(desired)
+                    connect_through_kernel(kernel_values(desired, cli))
                 else:
-                    cli.connect(desired, plan["tls_key_flag"])
+                    cli.connect(desired)
+    except KeyringError as exc:
+        raise ConnectFailure("cannot give the kernel the TLS keyring or key of this connect: %s" % exc)
     except NvmeCliError as exc:
         details = exc.details()
         msg = exc.msg

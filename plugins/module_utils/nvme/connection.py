@@ -15,6 +15,7 @@ import re
 import uuid
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.sysfs import DISCOVERY_NQN
+from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.psk import PskError, parse_psk
 
 TRANSPORTS = ("tcp", "rdma", "fc", "loop")
 # NVMe base spec 4.5: "nqn.yyyy-mm.<reverse domain>[:<string>]", at most 223 bytes;
@@ -185,6 +186,12 @@ def desired_from_params(params):
     desired["keyring"] = params.get("keyring") or None
     if (desired["tls_key"] or desired["keyring"]) and not desired["tls"]:
         raise ValidationError("tls_key/keyring are only used with tls=true")
+    if desired["tls_key"] and not re.match(r"^(0[xX][0-9a-fA-F]+|[0-9]+)$", desired["tls_key"].strip()):
+        # Not a key serial: then a PSK, which is put into the keyring before the connect.
+        try:
+            parse_psk(desired["tls_key"], "tls_key")
+        except PskError as exc:
+            raise ValidationError("%s; or a key serial (decimal or 0x-hex)" % exc)
     if desired["tls"] and transport != "tcp":
         raise ValidationError("tls=true needs transport=tcp (NVMe/TCP TLS); got transport=%s" % transport)
     desired["concat"] = bool(params.get("concat"))

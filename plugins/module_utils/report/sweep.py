@@ -7,7 +7,8 @@ The fabric_sweep role sets the same fact on every node of the sweep (``launched_
 names the node that ran the jobs); the report counts it once, on that node. A sweep that
 named a suspect node or link did not pass: its record carries ``passed: false`` and a
 failure that names the suspects and the exclude list, so the report fails as it does for
-a failed benchmark run.
+a failed benchmark run. Nor did a sweep whose verdict is ``group_wide`` or
+``cannot_judge``: its failure is the module's ``verdict_reason``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ def _pair(pair):
 
 
 def _failure(fact, suspects, links):
+    if fact.get("verdict") not in (None, "", "suspects", "no_suspect") and fact.get("verdict_reason"):
+        # group_wide (nobody excluded) or cannot_judge (nobody named): the module's sentence says why.
+        return "fabric_sweep: %s" % fact["verdict_reason"]
     named = list(suspects) + ["link %s" % "-".join(link.get("nodes") or []) for link in links]
     if not named:
         return ""

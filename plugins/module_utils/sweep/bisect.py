@@ -186,7 +186,7 @@ class Bisection(object):
                     self.inconclusive.append(list(test["subject"]))
 
     def result(self):
-        return {"suspects": list(self.suspects), "unresolved": list(self.unresolved),
+        return {"group": list(self.names), "suspects": list(self.suspects), "unresolved": list(self.unresolved),
                 "inconclusive": [list(g) for g in self.inconclusive], "known_good": list(self.good),
                 "steps": list(self.steps)}
 

@@ -30,6 +30,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import job as m
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher as L
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import runner as R
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.parsers import parse_output
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import gates as G
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl.parse import parse_text as parse_nccl
 from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import measure as M
 from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import bisect as B
@@ -87,9 +88,14 @@ class Executor(object):
         return planned
 
     def measure(self, tests, addresses):
-        """Run the jobs of ``tests`` on ``addresses``; ``{'jobs': [...], 'values': {test: (v, size, err)}}``."""
+        """Run the jobs of ``tests`` on ``addresses``.
+
+        ``{'jobs': [...], 'values': {test: (v, size, err)}, 'gpus': {test: {'gpu_models', 'gpus_per_node'}}}``;
+        ``gpus`` holds the nccl-tests jobs' devices (what the catalog's expectation depends on).
+        """
         by_name = dict((t["name"], t) for t in tests)
         values = {}
+        gpus = {}
         jobs = []
         for item in self.plan(tests, addresses):
             job, plan = item["job"], item["plan"]
@@ -125,7 +131,19 @@ class Executor(object):
             jobs.append(record)
             for name in job["tests"]:
                 values[name] = (None, by_name[name]["size"], error) if error else M.extract(by_name[name], parsed)
-        return {"jobs": jobs, "values": values}
+                if job["parse"] == "nccl" and parsed is not None:
+                    gpus[name] = _devices(parsed)
+        return {"jobs": jobs, "values": values, "gpus": gpus}
+
+
+def _devices(parsed):
+    """The GPU models an nccl-tests job printed, and its GPUs per node when every node had as many."""
+    summary = G.summarize(parsed)
+    hosts = summary["hosts"]
+    per_node = None
+    if summary["nranks"] and hosts and summary["nranks"] % len(hosts) == 0:
+        per_node = summary["nranks"] // len(hosts)
+    return {"gpu_models": summary["gpu_models"], "gpus_per_node": per_node}
 
 
 def run_round(items, work, parallel=True):
@@ -165,9 +183,10 @@ def pairwise(rounds, address_of, tests, executor, parallel=True):
             for test in tests:
                 value, size, error = outcome["values"][test["name"]]
                 entry["values"][test["name"]] = value
-                measurements.append({"test": test["name"], "nodes": list(pair), "value": value,
-                                     "better": test["better"], "unit": test["unit"], "size": size,
-                                     "error": error})
+                measurement = {"test": test["name"], "nodes": list(pair), "value": value, "better": test["better"],
+                               "unit": test["unit"], "size": size, "error": error}
+                measurement.update(outcome.get("gpus", {}).get(test["name"]) or {})
+                measurements.append(measurement)
             record["pairs"].append(entry)
         records.append(record)
     return measurements, records

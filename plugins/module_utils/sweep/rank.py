@@ -31,12 +31,21 @@ How a node becomes a suspect, per test:
   points at the other node.
 * Severity is how far the node's best pair (or the link's pair) is below the
   baseline or the expectation, whichever is further: 0.5 means half as good.
+* Without an expectation the median is only trustworthy while most nodes are healthy.
+  Too few nodes (2; 1 when a known-good reference is in every pair), or nodes that split
+  in two with the better side not a majority, cannot be judged: no pair is low for being
+  below the median, and the test's ``cannot_judge`` says why. With known-good references
+  in the pairs the better side is the healthy one (it reaches that with a known-good
+  partner), so it becomes the baseline (``baseline_from: references``).
 
 The result ranks suspects (worst first) across tests, each with its evidence as data
-and as sentences.
+and as sentences; ``group_wide`` says more than half the nodes are suspects, and
+``cannot_judge`` lists ``{test, reason}`` for the tests that could not be judged.
 """
 
 from __future__ import annotations
+
+from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import hostlist as H
 
 HIGHER = "higher"
 LOWER = "lower"
@@ -76,7 +85,7 @@ def _best(values, better):
     return max(values) if better == HIGHER else min(values)
 
 
-def _fmt(value):
+def fmt(value):
     if value is None:
         return "n/a"
     if abs(value) >= 100:
@@ -112,17 +121,62 @@ def _pair_sentence(p):
     a, b = p["nodes"]
     if p["value"] is None:
         return "%s-%s %s: no result (%s)" % (a, b, p["test"], p.get("error") or "the job failed")
-    text = "%s-%s %s %s %s%s" % (a, b, p["test"], _fmt(p["value"]), p["unit"], _size_words(p.get("size")))
+    text = "%s-%s %s %s %s%s" % (a, b, p["test"], fmt(p["value"]), p["unit"], _size_words(p.get("size")))
     parts = []
     if p["vs_median"] is not None:
-        parts.append("%.0f %% of the group median %s" % (100 * p["vs_median"], _fmt(p["median"])))
+        parts.append("%.0f %% of the %s %s" % (100 * p["vs_median"], _BASELINE_WORDS[p.get("baseline_from", "median")],
+                                              fmt(p["median"])))
     if p["vs_expected"] is not None:
-        parts.append("%.0f %% of the expected %s" % (100 * p["vs_expected"], _fmt(p["expected"])))
+        parts.append("%.0f %% of the expected %s" % (100 * p["vs_expected"], fmt(p["expected"])))
     if len(p.get("samples") or []) > 1:
         parts.append("best of %d runs" % len(p["samples"]))
     if parts:
         text += " (" + ", ".join(parts) + ")"
     return text
+
+
+_BASELINE_WORDS = {"median": "group median", "references": "known-good baseline"}
+# Fewer nodes with a result than this cannot be judged against each other: with 2 nodes
+# (one pair) a slow one cannot be told from its partner; a known-good reference in every
+# pair leaves one unknown per pair, so 2 tested nodes compare.
+_FEWEST = {False: 3, True: 2}
+_NO_BASIS = "without an expectation or a known-good reference"
+
+
+def _judge_without_expectation(test, best, baseline, floor, better, unit, with_reference):
+    """``(baseline, baseline_from, why-not or None)`` for a test that has no expectation.
+
+    The median of the nodes' best pairs is a healthy value only while most nodes are
+    healthy. When the nodes whose best is within the tolerance of the best node are not
+    a majority, the results are split (a bad roll-out on half the nodes, or a topology
+    where some pairs are faster) and the median cannot say which side is healthy: with
+    known-good references in the pairs, the side that reaches the best value with them is;
+    otherwise the group cannot be judged. Too few nodes cannot be judged either.
+    """
+    valued = dict((n, v) for n, v in best.items() if v is not None)
+    fewest = _FEWEST[with_reference]
+    if len(valued) < fewest:
+        return baseline, "median", (
+            "%s: %d node%s with a result, too few to judge against each other (a %s sweep needs %d); the group "
+            "cannot be judged %s" % (test, len(valued), "" if len(valued) == 1 else "s",
+                                     "reference" if with_reference else "pairwise", fewest, _NO_BASIS))
+    top_value = _best(valued.values(), better)
+    top = []
+    for n in sorted(valued):
+        g = goodness(valued[n], top_value, better)
+        if g is None or g >= floor:
+            top.append(n)
+    rest = [n for n in sorted(valued) if n not in top]
+    if not rest or len(top) * 2 > len(valued):
+        return baseline, "median", None
+    if with_reference:
+        return median([valued[n] for n in top]), "references", None
+    return baseline, "median", (
+        "%s: the nodes split in two - %s reach %s %s, %s reach %s %s (each node's best pair) - and the better side "
+        "is not a majority, so the group median cannot tell which side is healthy (a bad roll-out on part of the "
+        "group, or a topology in which some pairs are faster); the group cannot be judged %s" % (
+            test, H.compress(top), fmt(median([valued[n] for n in top])), unit, H.compress(rest),
+            fmt(median([valued[n] for n in rest])), unit, _NO_BASIS))
 
 
 def _rank_test(test, items, tolerance, expected, references):
@@ -135,6 +189,12 @@ def _rank_test(test, items, tolerance, expected, references):
     best = dict((n, _best([m["value"] for m in per_node[n]], better)) for n in tested)
     baseline = median([v for v in best.values() if v is not None])
     floor = 1.0 - tolerance
+    with_reference = any(set(m["nodes"]) & references for m in items)
+    baseline_from = "median"
+    judgement = None
+    if expected is None:
+        baseline, baseline_from, judgement = _judge_without_expectation(test, best, baseline, floor, better, unit,
+                                                                        with_reference)
 
     pairs = []
     for m in items:
@@ -144,12 +204,14 @@ def _rank_test(test, items, tolerance, expected, references):
         if m["value"] is None:
             reasons.append("failed")
         else:
-            if vs_median is not None and vs_median < floor:
+            # A group that cannot be judged has no trustworthy baseline: only failures and
+            # the expectation make a pair low.
+            if judgement is None and vs_median is not None and vs_median < floor:
                 reasons.append("below the group median")
             if vs_expected is not None and vs_expected < floor:
                 reasons.append("below the expectation")
         pair = {"test": test, "nodes": list(m["nodes"]), "value": m["value"], "unit": unit, "size": size,
-                "better": better, "median": baseline, "expected": expected,
+                "better": better, "median": baseline, "baseline_from": baseline_from, "expected": expected,
                 "vs_median": None if vs_median is None else round(vs_median, 4),
                 "vs_expected": None if vs_expected is None else round(vs_expected, 4),
                 "low": bool(reasons), "why": reasons, "error": m.get("error"),
@@ -177,8 +239,12 @@ def _rank_test(test, items, tolerance, expected, references):
         if p["low"] and not suspect_names & set(p["nodes"]) and not set(p["nodes"]) <= set(references):
             links.append({"nodes": list(p["nodes"]), "kind": "link", "test": test, "severity": severity(p["value"]),
                           "value": p["value"], "unit": unit, "size": size, "evidence": [p["text"]]})
+    # Every pair has a number and none is below the group's baseline: the pairs agree with
+    # each other, so whatever they miss (the expectation) they miss together.
+    agree = all(p["value"] is not None and "below the group median" not in p["why"] for p in pairs)
     return {"test": test, "better": better, "unit": unit, "size": size, "median": baseline, "expected": expected,
-            "tolerance": tolerance, "pairs": pairs, "node_suspects": node_suspects, "link_suspects": links}
+            "tolerance": tolerance, "pairs": pairs, "node_suspects": node_suspects, "link_suspects": links,
+            "agree": agree, "nodes": len(tested), "baseline_from": baseline_from, "cannot_judge": judgement}
 
 
 def rank(measurements, tolerance=0.2, expectations=None, references=()):
@@ -224,6 +290,10 @@ def rank(measurements, tolerance=0.2, expectations=None, references=()):
         "tests": tests,
         "suspects": suspects,
         "link_suspects": link_list,
+        "nodes": sorted(all_nodes),
+        # Tests whose numbers cannot name anyone (see _judge_without_expectation): the
+        # verdict must say so instead of "no suspect".
+        "cannot_judge": [{"test": t["test"], "reason": t["cannot_judge"]} for t in tests if t["cannot_judge"]],
         # More than half the nodes low: the fault is not one node (a switch, the whole
         # fabric, or a wrong expectation); an exclude list would empty the cluster.
         "group_wide": bool(all_nodes) and len(suspects) * 2 > len(all_nodes),

@@ -2,19 +2,20 @@
 # Copyright: aiinfra.fabric contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The kernel keyring side of TLS keys: what /proc/keys shows, which keys a keyring links
-(``keyctl rlist``), and the nvme-cli command that derives and inserts a TLS PSK, as the
-installed nvme-cli spells it.
+(``keyctl rlist``), and which TLS PSK derivation the installed nvme-cli would use to insert a
+key (tls/derive.py computes it; the key goes in through tls/kernel_keys.py, never on a command
+line).
 
 nvme-cli 2.x inserts with ``nvme check-tls-key --insert``; 3.0 moved that to
-``nvme keys insert-tls-psk`` (its check-tls-key no longer inserts). Which one is read from
-the commands' own help, never from a version number.
+``nvme keys insert-tls-psk`` (its check-tls-key no longer inserts). Which one exists, and
+whether it offers ``--compat``, is read from the commands' own help, never from a version
+number.
 """
 
 from __future__ import annotations
 
-import re
-
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.capabilities import parse_long_options
+from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.derive import COMPAT, RFC8446
 
 PROC_KEYS = "/proc/keys"
 
@@ -23,6 +24,7 @@ def proc_key_entries(text):
     """The keys /proc/keys shows the caller, in its order: dicts of serial, flags, type, description.
 
     A line: ``<serial hex> <flags> <usage> <expiry> <perm> <uid> <gid> <type> <description>: <summary>``.
+    Every key is listed, revoked ones too: :func:`usable` tells which count.
     """
     result = []
     for line in (text or "").splitlines():
@@ -39,15 +41,20 @@ def proc_key_entries(text):
     return result
 
 
-def parse_proc_keys(text):
-    """{(type, description): serial} for the keys /proc/keys shows the caller."""
-    return dict(((e["type"], e["description"]), e["serial"]) for e in proc_key_entries(text))
-
-
 def usable(flags):
     """Whether a key with these /proc/keys flags (``I--Q---``) can be found and used: instantiated,
-    and not revoked (R), dead (D), negative (N) or invalidated (i)."""
+    and not revoked (R), dead (D), negative (N) or invalidated (i).
+
+    A key replaced by nvme-cli or this collection is revoked first and stays listed (flag R)
+    until the kernel collects it, beside its successor of the same description."""
     return flags.startswith("I") and not set("RDNi") & set(flags)
+
+
+def parse_proc_keys(text):
+    """{(type, description): serial} for the usable keys /proc/keys shows the caller: a revoked,
+    dead or negative key listed beside its successor of the same description is skipped."""
+    return dict(((e["type"], e["description"]), e["serial"]) for e in proc_key_entries(text)
+                if usable(e["flags"]))
 
 
 def loaded_identities(proc_keys_text, members=None):
@@ -76,22 +83,33 @@ def parse_rlist(text):
     return set(int(word) for word in (text or "").split() if word.lstrip("-").isdigit())
 
 
-def insert_command(check_help, keys_insert_help):
-    """The argv prefix that derives and inserts a TLS PSK, from the help of
-    ``nvme check-tls-key`` and of ``nvme keys insert-tls-psk`` (None: that command failed).
-    Returns None when neither can insert."""
-    if check_help and "insert" in parse_long_options(check_help):
-        return ["check-tls-key", "--insert"]
-    if keys_insert_help and {"hostnqn", "subsysnqn"} <= parse_long_options(keys_insert_help):
-        return ["keys", "insert-tls-psk"]
+def parse_serial(text):
+    """A key serial as nvme-cli's --keyring and --tls_key take one (decimal or 0x-hex), or None
+    when ``text`` is something else (a keyring name, a PSK)."""
+    text = str(text).strip()
+    try:
+        return int(text, 16) if text.lower().startswith("0x") else int(text, 10)
+    except ValueError:
+        return None
+
+
+def keyring_id(proc_keys_text, keyring):
+    """The serial of ``keyring``: a number as it is, a name looked up in /proc/keys; None when
+    not found."""
+    serial = parse_serial(keyring)
+    return serial if serial is not None else keyring_serial(proc_keys_text, str(keyring).strip())
+
+
+def insert_derivation(check_help, keys_insert_help):
+    """The TLS PSK derivation (tls/derive.py) the installed nvme-cli inserts keys with, from
+    the help of ``nvme check-tls-key`` and of ``nvme keys insert-tls-psk`` (None: that command
+    failed). An nvme-cli that offers ``--compat`` (2.16 and later, libnvme 1.16) derives as
+    RFC 8446 says unless told otherwise; one that inserts without offering it (2.x up to 2.15,
+    Debian 13's 2.13) knows only the older, compat form. Returns None when neither command
+    can insert (nvme-cli 2.3, Debian 12's, has no TLS)."""
+    for text, needed in ((check_help, {"insert"}), (keys_insert_help, {"hostnqn", "subsysnqn"})):
+        if text:
+            options = parse_long_options(text)
+            if needed <= options:
+                return RFC8446 if "compat" in options else COMPAT
     return None
-
-
-def insert_argv(nvme, prefix, keyring, key):
-    # The identity version is left to nvme-cli's default (0), the one the 6.12 kernel searches.
-    return [nvme] + prefix + ["--keyring=%s" % keyring, "--hostnqn=%s" % key["hostnqn"],
-                              "--subsysnqn=%s" % key["subsysnqn"], "--keydata=%s" % key["psk"]]
-
-
-def redact(argv):
-    return [re.sub(r"^(--keydata=).*$", r"\1********", a) for a in argv]

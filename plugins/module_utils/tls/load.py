@@ -6,6 +6,10 @@
 NVMe-oF target and the autoconnect units start).
 
 The kernel keyring lives in memory: after a reboot it is empty until this runs.
+
+No key is ever on a command line or in an environment: the TLS PSK nvme-cli would insert is
+computed here (tls/derive.py, with the derivation the installed nvme-cli uses) and added to
+the keyring with add_key(2) (tls/kernel_keys.py). nvme-cli is only asked for its help.
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ import os
 import subprocess
 import sys
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.derive import tls_psk
+from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.kernel_keys import KernelKeyError, KernelKeys
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.keyring import (
-    PROC_KEYS, insert_argv, insert_command, keyring_serial, loaded_identities, parse_rlist, redact, rlist_argv,
+    PROC_KEYS, insert_derivation, keyring_id, loaded_identities, parse_rlist, rlist_argv,
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.psk import PskError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.store import DEFAULT_STORE, parse_store
@@ -29,14 +35,16 @@ class KeyringError(Exception):
 
 class KeyLoader(object):
     """Inserts and unlinks TLS PSKs; ``run(argv) -> (rc, stdout, stderr)`` runs commands
-    (AnsibleModule.run_command in the module, subprocess at boot)."""
+    (AnsibleModule.run_command in the module, subprocess at boot) - none of them with a key;
+    ``keys`` puts keys into the kernel keyring (tls/kernel_keys.py)."""
 
-    def __init__(self, run, nvme="nvme", keyctl="keyctl", proc_keys=PROC_KEYS):
+    def __init__(self, run, nvme="nvme", keyctl="keyctl", proc_keys=None, keys=None):
         self.run = run
         self.nvme = nvme
         self.keyctl = keyctl
-        self.proc_keys = proc_keys
-        self._prefix = None
+        self.proc_keys = proc_keys or PROC_KEYS
+        self.keys = keys or KernelKeys()
+        self._derivation = None
 
     def read_proc_keys(self):
         try:
@@ -51,8 +59,9 @@ class KeyLoader(object):
         return self._linked(keyring)[1]
 
     def _linked(self, keyring):
+        # Read only: no modprobe here, so check mode and state=absent load no kernel module.
         text = self.read_proc_keys()
-        ring = keyring_serial(text, keyring)
+        ring = keyring_id(text, keyring)
         if ring is None:
             return None, {}
         argv = rlist_argv(self.keyctl, ring)
@@ -62,28 +71,47 @@ class KeyLoader(object):
                 keyring, " ".join(argv), rc, (err or out or "").strip()))
         return ring, loaded_identities(text, parse_rlist(out))
 
-    def prefix(self):
-        if self._prefix is None:
+    def derivation(self):
+        """How the installed nvme-cli derives the TLS PSK it inserts (tls/derive.py), read
+        from its help once; KeyringError when it cannot insert keys at all."""
+        if self._derivation is None:
             rc, out, err = self.run([self.nvme, "check-tls-key", "--help"])
             check_help = (out or "") + (err or "")
             rc2, out2, err2 = self.run([self.nvme, "keys", "insert-tls-psk", "--help"])
             keys_help = ((out2 or "") + (err2 or "")) if rc2 == 0 else None
-            self._prefix = insert_command(check_help, keys_help)
-            if self._prefix is None:
+            self._derivation = insert_derivation(check_help, keys_help)
+            if self._derivation is None:
                 raise KeyringError("this nvme-cli cannot insert TLS PSKs: 'nvme check-tls-key --help' lists no "
                                    "--insert and 'nvme keys insert-tls-psk' does not exist (nvme-cli 2.3, as "
                                    "Debian 12 ships it, has neither: NVMe/TCP TLS needs a newer nvme-cli)")
-        return self._prefix
+        return self._derivation
+
+    def keyring_serial(self, keyring):
+        """The serial of ``keyring`` (a name or a number). The kernel creates .nvme when
+        nvme-keyring loads (nvme-tcp and nvmet-tcp pull it in too): load it, so keys can go
+        in before either."""
+        self.run(["modprobe", "nvme-keyring"])
+        ring = keyring_id(self.read_proc_keys(), keyring)
+        if ring is None:
+            raise KeyringError("keyring %s is not in %s: the kernel has no NVMe keyring (nvme-keyring did not load; "
+                               "a kernel without CONFIG_NVME_KEYRING cannot do NVMe/TCP TLS)" % (keyring, self.proc_keys))
+        return ring
 
     def insert(self, keyring, key):
-        # The kernel creates the .nvme keyring when nvme-keyring loads (nvme-tcp and
-        # nvmet-tcp pull it in too); load it so keys can go in before either.
-        self.run(["modprobe", "nvme-keyring"])
-        argv = insert_argv(self.nvme, self.prefix(), keyring, key)
-        rc, out, err = self.run(argv)
-        if rc != 0:
-            raise KeyringError("%s failed (rc=%s) for identity %r: %s" % (
-                " ".join(redact(argv)[:3]), rc, key["identity"], (err or out or "").strip().replace(key["psk"], "********")))
+        """Put ``key`` (a store entry: hostnqn, subsysnqn, psk, identity) into ``keyring`` as the
+        installed nvme-cli's ``check-tls-key --insert`` would; returns the key's serial."""
+        derivation = self.derivation()
+        ring = self.keyring_serial(keyring)
+        try:
+            ident, payload = tls_psk(key["psk"], key["hostnqn"], key["subsysnqn"], derivation)
+        except PskError as exc:
+            raise KeyringError(str(exc))
+        if ident != key.get("identity", ident):
+            raise KeyringError("identity %r derived for %r: the store's entry is inconsistent" % (ident, key["identity"]))
+        try:
+            return self.keys.replace(ring, "psk", ident, payload)
+        except KernelKeyError as exc:
+            raise KeyringError("inserting the TLS PSK of identity %r into keyring %s: %s" % (ident, keyring, exc))
 
     def unlink(self, keyring, ident):
         """Unlink the key of this identity from the keyring, if the keyring links one."""

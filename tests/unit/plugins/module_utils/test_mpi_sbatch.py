@@ -5,7 +5,9 @@ real Slurm."""
 
 from __future__ import annotations
 
+import os
 import signal
+import stat
 
 import pytest
 
@@ -28,15 +30,21 @@ def test_plan_batch_argv_and_script():
     plan = S.plan_batch("/usr/bin/sbatch", STEP, nodes=2, ntasks=2, nodelist=["te1", "te2"], overcommit=True,
                         timeout=90, output_dir="/shared/jobs", partition="fabric", chdir="/opt/x",
                         extra_args=["--exclusive"])
+    # The job's own output directory is made at submission; until then a placeholder shows where.
     assert plan["argv"] == ["/usr/bin/sbatch", "--parsable", "--job-name=aiinfra-mpi",
-                            "--output=/shared/jobs/aiinfra-mpi-%j.out", "--error=/shared/jobs/aiinfra-mpi-%j.err",
+                            "--output=/shared/jobs/<private dir>/aiinfra-mpi-%j.out",
+                            "--error=/shared/jobs/<private dir>/aiinfra-mpi-%j.err",
                             "--partition=fabric", "--nodes=2", "--ntasks=2", "--nodelist=te1,te2", "--overcommit",
                             "--time=3", "--chdir=/opt/x", "--exclusive"]
     # The step is exec'd, quoted: a path with a space stays one argument.
     assert plan["script"].splitlines()[0] == "#!/bin/sh"
     assert plan["script"].splitlines()[-1] == \
         "exec /usr/bin/srun --nodes=2 --ntasks=2 --label '/opt/a b/hello_mpi'"
-    assert plan["time_limit_minutes"] == 3
+    assert plan["time_limit_minutes"] == 3 and plan["output_parent"] == "/shared/jobs"
+    ready = S.with_output_dir(plan, "/shared/jobs/aiinfra-sbatch-x1")
+    assert ready["argv"][3:5] == ["--output=/shared/jobs/aiinfra-sbatch-x1/aiinfra-mpi-%j.out",
+                                  "--error=/shared/jobs/aiinfra-sbatch-x1/aiinfra-mpi-%j.err"]
+    assert ready["argv"][5:] == plan["argv"][5:] and ready["output"].endswith("x1/aiinfra-mpi-%j.out")
 
 
 def test_time_limit_is_a_backstop_past_the_deadline():
@@ -130,6 +138,7 @@ def run(states, timeout, files=None, **kwargs):
                                         ("exit_code", "cancel_state", "forget_after")})
     plan = S.plan_batch("/usr/bin/sbatch", STEP, nodes=2, ntasks=2, timeout=timeout)
     files = {} if files is None else files
+    slurm.removed = []
 
     def read_file(path):
         if path not in files:
@@ -138,12 +147,18 @@ def run(states, timeout, files=None, **kwargs):
 
     result = S.run_batch(slurm, plan, timeout=timeout, poll_interval=5, scontrol="/usr/bin/scontrol",
                          scancel="/usr/bin/scancel", read_file=read_file, sleep=clock.sleep, now=clock.now,
-                         handle_signals=False, **kwargs)
+                         handle_signals=False, make_dir=lambda parent: parent + "/aiinfra-sbatch-x",
+                         remove=lambda folder, paths: slurm.removed.append((folder, list(paths))),
+                         launching_host="login1", **kwargs)
     return result, slurm, clock
 
 
+OUT = "/tmp/aiinfra-sbatch-x/aiinfra-mpi-7.out"
+ERR = "/tmp/aiinfra-sbatch-x/aiinfra-mpi-7.err"
+
+
 def test_a_job_that_completes_is_polled_until_over_and_its_outputs_read():
-    out = {"/tmp/aiinfra-mpi-7.out": "0: hello from 0\n1: hello from 1\n", "/tmp/aiinfra-mpi-7.err": ""}
+    out = {OUT: "0: hello from 0\n1: hello from 1\n", ERR: ""}
     result, slurm, clock = run(["PENDING", "RUNNING", "RUNNING", "COMPLETED"], 120, files=out)
     assert result["job_id"] == "7" and result["job_state"] == "COMPLETED" and result["rc"] == 0
     assert result["stdout"] == "0: hello from 0\n1: hello from 1\n"
@@ -152,7 +167,19 @@ def test_a_job_that_completes_is_polled_until_over_and_its_outputs_read():
     # The script went to sbatch on stdin; no scancel for a job that ended by itself.
     assert slurm.calls[0][1].endswith("exec /usr/bin/srun --nodes=2 --ntasks=2 --label '/opt/a b/hello_mpi'\n")
     assert not slurm.cancelled
-    assert result["output_files"] == ["/tmp/aiinfra-mpi-7.out", "/tmp/aiinfra-mpi-7.err"]
+    assert result["output_files"] == [OUT, ERR] and result["output_error"] is None
+    # sbatch was told the private directory; after reading, the files and it are removed.
+    assert "--output=/tmp/aiinfra-sbatch-x/aiinfra-mpi-%j.out" in slurm.calls[0][0]
+    assert slurm.removed == [("/tmp/aiinfra-sbatch-x", [OUT, ERR])]
+
+
+def test_kept_output_is_not_removed_and_missing_output_names_the_batch_host():
+    result, slurm, _clock = run(["COMPLETED"], 60, keep_output=True)
+    assert slurm.removed == []
+    assert result["output_error"] == (
+        "batch job 7 ended (COMPLETED) but its output %s is not on login1: it ran on batch host te1, which wrote it "
+        "to its own disk; set sbatch_output_dir to a file system the batch host and this host share, or launch "
+        "from that host" % OUT)
 
 
 def test_past_the_deadline_the_job_is_cancelled_and_the_wait_ends():
@@ -162,7 +189,9 @@ def test_past_the_deadline_the_job_is_cancelled_and_the_wait_ends():
     assert result["job_state"] == "CANCELLED" and result["rc"] == -15
     # Polls at 0, 5, 10, then the last slice of the deadline (2 s), never past it before cancelling.
     assert clock.sleeps[:3] == [5, 5, 2]
-    assert result["missing_output"] == ["/tmp/aiinfra-mpi-7.out", "/tmp/aiinfra-mpi-7.err"]
+    assert result["missing_output"] == [OUT, ERR]
+    # A job stopped before it wrote anything: the timeout is the error, not the output.
+    assert result["output_error"] is None
 
 
 def test_a_cancel_that_slurm_never_confirms_is_reported():
@@ -183,17 +212,18 @@ def test_a_job_the_controller_forgot_is_over_with_unknown_state():
     assert "Invalid job id" in result["reason"]
 
 
-def test_sbatch_failure_raises_and_nothing_is_polled():
+def test_sbatch_failure_raises_and_nothing_is_polled(tmp_path):
     calls = []
 
     def refuse(argv, data=None):
         calls.append(argv)
         return 1, "", "sbatch: error: Batch job submission failed: Invalid partition name specified\n"
 
-    plan = S.plan_batch("sbatch", STEP)
+    plan = S.plan_batch("sbatch", STEP, output_dir=str(tmp_path))
     with pytest.raises(S.BatchError, match=r"sbatch failed \(rc=1\): sbatch: error: .*Invalid partition"):
         S.run_batch(refuse, plan, timeout=10, handle_signals=False, sleep=lambda s: None)
     assert len(calls) == 1
+    assert os.listdir(str(tmp_path)) == []  # the private directory made for it is gone
 
 
 def test_a_stop_signal_while_waiting_cancels_the_job():
@@ -207,7 +237,8 @@ def test_a_stop_signal_while_waiting_cancels_the_job():
             signal.raise_signal(signal.SIGTERM)
 
     result = S.run_batch(slurm, plan, timeout=600, poll_interval=5, read_file=lambda p: "", sleep=sleep,
-                         now=clock.now)
+                         now=clock.now, make_dir=lambda parent: parent + "/aiinfra-sbatch-x",
+                         remove=lambda folder, paths: None)
     assert result["cancelled"] == "SIGTERM" and slurm.cancelled and result["job_state"] == "CANCELLED"
     assert result["timed_out"] is False
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
@@ -228,7 +259,8 @@ def test_plan_job_with_sbatch_wraps_the_srun_step():
                             "/opt/hello_mpi"]
     batch = plan["batch"]
     assert batch["argv"][:5] == ["sbatch", "--parsable", "--job-name=aiinfra-mpi",
-                                 "--output=/shared/aiinfra-mpi-%j.out", "--error=/shared/aiinfra-mpi-%j.err"]
+                                 "--output=/shared/<private dir>/aiinfra-mpi-%j.out",
+                                 "--error=/shared/<private dir>/aiinfra-mpi-%j.err"]
     assert "--nodes=2" in batch["argv"] and "--ntasks=3" in batch["argv"] and "--time=6" in batch["argv"]
     assert batch["script"].endswith("exec " + " ".join(plan["argv"]) + "\n")
     assert J.plan_job(dict(params, launcher="srun"), None, 1, lambda n: True, "/opt/hello_mpi")["batch"] is None
@@ -239,3 +271,124 @@ def test_srun_map_by_without_a_counterpart_is_refused():
         J.plan_job({"program": "a", "launcher": "srun", "map_by": "ppr:2:socket"}, None, 1, lambda n: True, "/a")
     with pytest.raises(L.LauncherError, match=r"distribution 'a b' is not a srun --distribution value"):
         L.build_srun_argv("srun", "./a", distribution="a b")
+
+
+# --- issue 35 item 10: the job's output cannot be planted ------------------------------------
+
+class WritingSlurm(FakeSlurm):
+    """FakeSlurm whose job writes ``outputs`` into the files sbatch was told (a batch host that
+    is this host, or shares the directory); records the output directory as sbatch saw it."""
+
+    def __init__(self, states, clock, outputs=None, **kwargs):
+        FakeSlurm.__init__(self, states, clock, **kwargs)
+        self.outputs = outputs or {}
+        self.seen_dir = None
+
+    def __call__(self, argv, data=None):
+        if argv[0].rsplit("/", 1)[-1] == "sbatch":
+            paths = dict(a[2:].split("=", 1) for a in argv if a.startswith(("--output=", "--error=")))
+            folder = os.path.dirname(paths["output"])
+            st = os.lstat(folder)
+            self.seen_dir = {"path": folder, "mode": stat.S_IMODE(st.st_mode), "uid": st.st_uid,
+                             "is_dir": stat.S_ISDIR(st.st_mode)}
+            for key, text in self.outputs.items():
+                with open(paths[key].replace("%j", "7"), "w") as handle:
+                    handle.write(text)
+        return FakeSlurm.__call__(self, argv, data)
+
+
+def run_real(tmp_path, outputs=None, **kwargs):
+    clock = Clock()
+    slurm = WritingSlurm(["RUNNING", "COMPLETED"], clock, outputs=outputs)
+    plan = S.plan_batch("/usr/bin/sbatch", STEP, nodes=2, ntasks=2, timeout=60, output_dir=str(tmp_path))
+    result = S.run_batch(slurm, plan, timeout=60, poll_interval=5, sleep=clock.sleep, now=clock.now,
+                         handle_signals=False, **kwargs)
+    return result, slurm
+
+
+def test_planted_output_files_are_never_read_into_the_result(tmp_path):
+    # Another local user pre-creates the files of the next job ids in the shared directory,
+    # one of them a link to a file only root may read; the job's own output went to its
+    # batch host (te1), not here.
+    secret = tmp_path / "secret"
+    secret.write_text("root:$6$only-root-reads-this\n")
+    (tmp_path / "aiinfra-mpi-7.out").write_text("0: # OSU MPI Bandwidth Test\n0: 4194304  99999.99\n")
+    os.symlink(str(secret), str(tmp_path / "aiinfra-mpi-7.err"))
+    result, slurm = run_real(tmp_path)
+    assert "99999.99" not in result["stdout"] and "only-root" not in result["stderr"]
+    # The job wrote into a private directory of its own: 0700, the running user's.
+    assert slurm.seen_dir["is_dir"] and slurm.seen_dir["mode"] == 0o700 and slurm.seen_dir["uid"] == os.geteuid()
+    assert os.path.dirname(slurm.seen_dir["path"]) == str(tmp_path)
+    # Missing output is an error that names the batch host.
+    assert result["output_error"].startswith("batch job 7 ended (COMPLETED) but its output %s/aiinfra-mpi-7.out "
+                                             "is not on " % slurm.seen_dir["path"])
+    assert "batch host te1" in result["output_error"]
+    # Nothing of the private directory is left behind.
+    assert not os.path.exists(slurm.seen_dir["path"])
+
+
+def test_read_output_reads_only_the_running_users_plain_files_in_a_private_directory(tmp_path):
+    private = S.make_output_dir(str(tmp_path))
+    assert os.path.basename(private).startswith("aiinfra-sbatch-")
+    assert stat.S_IMODE(os.lstat(private).st_mode) == 0o700 and os.lstat(private).st_uid == os.geteuid()
+    good = os.path.join(private, "aiinfra-mpi-7.out")
+    with open(good, "w") as handle:
+        handle.write("0: hello\n")
+    assert S.read_output(good) == "0: hello\n"
+    secret = tmp_path / "secret"
+    secret.write_text("only root\n")
+    link = os.path.join(private, "aiinfra-mpi-7.err")
+    os.symlink(str(secret), link)
+    with pytest.raises(S.UnsafeOutput, match=r"aiinfra-mpi-7.err is a symbolic link, not the job's output"):
+        S.read_output(link)
+    # The owner check, as another user's file would look (checked against uid 4242 here).
+    with pytest.raises(S.UnsafeOutput, match=r"output directory .* is owned by uid %d with mode 700, not private "
+                                             r"to uid 4242" % os.geteuid()):
+        S.read_output(good, uid=4242)
+    os.chown(good, 4242, -1)
+    with pytest.raises(S.UnsafeOutput, match=r"aiinfra-mpi-7.out is owned by uid 4242, not by the job's user"):
+        S.read_output(good)
+    fifo = os.path.join(private, "fifo.out")
+    os.mkfifo(fifo)
+    with pytest.raises(S.UnsafeOutput, match=r"fifo.out is not a plain file"):
+        S.read_output(fifo)
+    # A directory others may enter, or a link in place of the directory, is not read from.
+    os.chmod(private, 0o755)
+    with pytest.raises(S.UnsafeOutput, match=r"mode 755, not private"):
+        S.read_output(os.path.join(private, "fifo.out"))
+    os.symlink(private, str(tmp_path / "dirlink"))
+    with pytest.raises(S.UnsafeOutput, match=r"dirlink is a link or not a directory"):
+        S.read_output(str(tmp_path / "dirlink" / "aiinfra-mpi-7.out"))
+    # A file that is not there is missing (OSError), not unsafe.
+    os.chmod(private, 0o700)
+    with pytest.raises(OSError) as missing:
+        S.read_output(os.path.join(private, "nothing-here.out"))
+    assert not isinstance(missing.value, S.UnsafeOutput)
+
+
+def test_a_refused_output_file_is_an_error_even_after_a_timeout(tmp_path):
+    # A file planted in the job's own directory (only root could): refused, and said so.
+    clock = Clock()
+    slurm = FakeSlurm(["RUNNING"], clock)
+    plan = S.plan_batch("sbatch", STEP, timeout=10, output_dir=str(tmp_path))
+
+    def plant(parent):
+        folder = S.make_output_dir(parent)
+        os.symlink("/etc/passwd", os.path.join(folder, "aiinfra-mpi-7.out"))
+        return folder
+
+    result = S.run_batch(slurm, plan, timeout=10, poll_interval=5, sleep=clock.sleep, now=clock.now,
+                         handle_signals=False, make_dir=plant)
+    assert result["timed_out"] is True and result["stdout"] == ""
+    assert result["output_error"].startswith("batch job 7: refused to read its output - ")
+    assert "aiinfra-mpi-7.out is a symbolic link" in result["output_error"]
+    assert os.listdir(str(tmp_path)) == [] and os.path.exists("/etc/passwd")
+
+
+def test_an_output_directory_that_is_not_the_users_fails_before_submitting(tmp_path):
+    with pytest.raises(S.BatchError, match=r"came out owned by uid %d with mode 700, not uid 4242 and 0700 \(an "
+                                           r"NFS export that squashes root\?\)" % os.geteuid()):
+        S.make_output_dir(str(tmp_path), uid=4242)
+    assert os.listdir(str(tmp_path)) == []
+    with pytest.raises(S.BatchError, match=r"sbatch_output_dir .*/nope is not a directory on"):
+        S.make_output_dir(str(tmp_path / "nope"))

@@ -36,13 +36,16 @@ def test_description_column_is_not_read_as_options():
 
 def test_nvme_cli_23_has_no_tls_and_says_so():
     caps = caps_23()
-    assert caps.tls is False and caps.tls_key_flag is None and caps.concat is False
+    assert caps.tls is False and caps.keyring is False and caps.concat is False
     assert caps.json_config is True
-    problems = caps.missing({"tls": True, "tls_key": "0x1", "keyring": ".nvme"})
-    assert len(problems) == 3
+    problems = caps.missing({"tls": True, "keyring": ".nvme"})
+    assert len(problems) == 2
     assert "no --tls option" in problems[0] and "nvme-cli 2.3" in problems[0]
-    assert "--tls-key/--tls_key" in problems[1]
-    assert "--keyring" in problems[2]
+    assert "--keyring" in problems[1]
+    # A connect with a secret (here the TLS key) is written to /dev/nvme-fabrics: nvme-cli's
+    # --keyring is not used then, its --tls still is required.
+    problems = caps.missing({"tls": True, "tls_key": "0x1", "keyring": ".nvme"}, through_kernel=True)
+    assert len(problems) == 1 and "no --tls option" in problems[0]
 
 
 def test_nothing_missing_without_tls():
@@ -60,19 +63,20 @@ def test_fabrics_tokens_and_kernel_checks():
     assert any("kernel" in p and "concat" in p for p in problems)
 
 
-@pytest.mark.parametrize("flag", ["--tls-key", "--tls_key"])
-def test_tls_key_spelling_follows_the_help(flag):
-    caps = ConnectCapabilities.from_outputs("  [  --tls ] --- x\n  [  %s=<STR> ] --- y\n" % flag)
-    assert caps.tls_key_flag == flag
+def test_concat_through_the_kernel_needs_only_the_kernels_word():
+    help_text = "  [  --tls ]  --- enable TLS\n"
+    caps = ConnectCapabilities.from_outputs(help_text, "instance=-1,transport=%s,tls,concat\n")
+    assert caps.missing({"tls": True, "concat": True}) != []
+    assert caps.missing({"tls": True, "concat": True}, through_kernel=True) == []
 
 
 def test_nvme_cli_213_on_the_debian_13_kernel():
     caps = ConnectCapabilities.from_outputs(fixture("connect-help-nvme-cli-2.13.txt"),
                                             fixture("dev-nvme-fabrics-6.12-deb13.txt"))
     assert caps.tls and caps.keyring and caps.concat and caps.json_config
-    # 2.13 lists both spellings; the dashed one is preferred.
+    # 2.13 lists both spellings of the TLS key option (the module never passes it: a TLS key
+    # goes to /dev/nvme-fabrics as a key serial).
     assert {"tls-key", "tls_key", "tls-key-identity"} <= caps.options
-    assert caps.tls_key_flag == "--tls-key"
     assert caps.missing({"tls": True, "tls_key": "x", "keyring": ".nvme"}) == []
     # The 6.12 kernel takes tls but not concat: nvme-cli could, the kernel cannot, and the
     # message names the kernel.

@@ -25,25 +25,38 @@ def test_connect_argv_is_a_list_of_long_options():
         "transport": "rdma", "traddr": "10.99.0.1", "trsvcid": "4421", "nqn": "nqn.2024-01.io.x:a",
         "hostnqn": "nqn.2014-08.org.nvmexpress:uuid:819aca5a-f59f-42a3-bc77-d440efb6a6b0",
         "hostid": "819aca5a-f59f-42a3-bc77-d440efb6a6b0", "ctrl_loss_tmo": -1, "queue_size": 64,
-        "keep_alive_tmo": 0, "dhchap_secret": HOST_KEY, "dhchap_ctrl_secret": CTRL_KEY, "host_traddr": None,
-        "tls": False,
+        "keep_alive_tmo": 0, "host_traddr": None, "tls": False,
     })
     assert argv == [
         "/usr/sbin/nvme", "connect", "--transport=rdma", "--traddr=10.99.0.1", "--trsvcid=4421",
         "--nqn=nqn.2024-01.io.x:a", "--hostnqn=nqn.2014-08.org.nvmexpress:uuid:819aca5a-f59f-42a3-bc77-d440efb6a6b0",
         "--hostid=819aca5a-f59f-42a3-bc77-d440efb6a6b0", "--ctrl-loss-tmo=-1", "--keep-alive-tmo=0",
-        "--queue-size=64", "--dhchap-secret=" + HOST_KEY, "--dhchap-ctrl-secret=" + CTRL_KEY,
+        "--queue-size=64",
     ]
+
+
+def test_secrets_never_reach_an_nvme_cli_argv():
+    # Secret options are not in the tables, and the runner refuses values that hold one
+    # (connects and discoveries with secrets go through /dev/nvme-fabrics: fabrics_dev.py).
+    values = {"transport": "tcp", "traddr": "10.0.0.1", "trsvcid": "4420", "nqn": "nqn.2024-01.io.x:a",
+              "dhchap_secret": HOST_KEY, "dhchap_ctrl_secret": CTRL_KEY, "tls": True, "tls_key": "0x2d3f"}
+    for argv in (build_connect_argv("nvme", values), build_discover_argv("nvme", values)):
+        assert not [a for a in argv if HOST_KEY in a or CTRL_KEY in a or "0x2d3f" in a]
+    module = FakeModule([])
+    for call in (NvmeCli(module).connect, NvmeCli(module).discover):
+        with pytest.raises(NvmeCliError) as info:
+            call(values)
+        assert info.value.kind == "internal" and HOST_KEY not in info.value.msg
+    assert module.calls == []
 
 
 def test_connect_argv_tls_and_loop():
     argv = build_connect_argv("nvme", {"transport": "tcp", "traddr": "10.0.0.1", "trsvcid": "4420",
-                                       "nqn": "nqn.2024-01.io.x:a", "tls": True, "tls_key": "0x2d3f"})
-    assert argv[-2:] == ["--tls", "--tls_key=0x2d3f"]
-    # nvme-cli releases that spell it --tls-key get that spelling (read from their help).
+                                       "nqn": "nqn.2024-01.io.x:a", "tls": True, "keyring": ".nvme"})
+    assert argv[-2:] == ["--keyring=.nvme", "--tls"]
     argv = build_connect_argv("nvme", {"transport": "tcp", "traddr": "10.0.0.1", "nqn": "nqn.2024-01.io.x:a",
-                                       "tls": True, "tls_key": "0x2d3f", "concat": True}, "--tls-key")
-    assert argv[-3:] == ["--tls", "--tls-key=0x2d3f", "--concat"]
+                                       "tls": True, "concat": True})
+    assert argv[-2:] == ["--tls", "--concat"]
     assert build_connect_argv("nvme", {"transport": "loop", "nqn": "nqn.2024-01.io.x:a"}) == [
         "nvme", "connect", "--transport=loop", "--nqn=nqn.2024-01.io.x:a"]
 
@@ -57,6 +70,9 @@ def test_discover_argv_asks_for_json():
                                         "host_iface": "eth1", "nqn": "ignored"})
     assert argv == ["nvme", "discover", "--transport=tcp", "--traddr=10.99.0.1", "--trsvcid=4420",
                     "--host-iface=eth1", "--output-format=json"]
+    # The log of an existing discovery controller (made by the kernel with the host's secret).
+    assert build_discover_argv("nvme", {"transport": "tcp", "traddr": "10.99.0.1"}, "nvme5") == [
+        "nvme", "discover", "--device=nvme5", "--transport=tcp", "--traddr=10.99.0.1", "--output-format=json"]
 
 
 def test_redact_argv_masks_the_tls_key_in_both_spellings():
@@ -218,19 +234,18 @@ def test_runner_uses_lc_all_c_and_parses_discovery(tmp_path):
     assert argv[:2] == ["/usr/sbin/nvme", "discover"] and env == NVME_ENV and env["LC_ALL"] == "C"
 
 
-def test_runner_connect_failure_is_classified_without_secrets(tmp_path):
+def test_runner_connect_failure_is_classified(tmp_path):
+    # nvme-cli 2.3 reusing another path's secret (no --dhchap-secret given) that the target rejects.
     kmsg = tmp_path / "kmsg"
     kmsg.write_text("")
     module = FakeModule([(1, "", "Failed to write to /dev/nvme-fabrics: Key was rejected by service\n" + WRITE_FAILED)])
     cli = NvmeCli(module, kmsg_path=str(kmsg))
     with pytest.raises(NvmeCliError) as info:
-        cli.connect({"transport": "tcp", "traddr": "10.99.0.1", "trsvcid": "4420", "nqn": "nqn.2024-01.io.x:a",
-                     "dhchap_secret": HOST_KEY})
+        cli.connect({"transport": "tcp", "traddr": "10.99.0.1", "trsvcid": "4420", "nqn": "nqn.2024-01.io.x:a"})
     err = info.value
     assert err.kind == "authentication"
     assert "Key was rejected by service" in err.msg and "DH-HMAC-CHAP" in err.msg
-    assert HOST_KEY not in json.dumps(err.details()) and HOST_KEY not in err.msg
-    assert "--dhchap-secret=********" in err.cmd
+    assert err.cmd[:2] == ["/usr/sbin/nvme", "connect"] and json.dumps(err.details())
 
 
 def test_kernel_log_reads_only_new_nvme_records(tmp_path):

@@ -96,3 +96,68 @@ def test_missing_device_says_the_module_is_not_loaded(tmp_path):
     with pytest.raises(NvmeCliError, match="nvme-fabrics kernel module") as caught:
         fabrics_dev.connect_through_kernel(VALUES, dev=str(tmp_path / "absent"), kmsg_path=str(tmp_path / "no-kmsg"))
     assert caught.value.kind == "transport_module"
+
+
+def test_tls_keys_and_flags_follow_nvme_clis_order_as_serials():
+    # libnvme 1.13 build_options: ..., ctrl_loss_tmo, fast_io_fail_tmo, (tos), keyring, tls_key, ..., tls, concat.
+    values = dict(VALUES, dhchap_secret=KEY, fast_io_fail_tmo=4, keyring=0x0B1C2D3E, tls_key=0x1234, tls=True,
+                  concat=True)
+    assert fabrics_dev.kernel_options(values).split(",")[-7:] == [
+        "dhchap_secret=" + KEY, "reconnect_delay=5", "fast_io_fail_tmo=4", "keyring=186395966", "tls_key=4660",
+        "tls", "concat"]
+    assert "tls" not in fabrics_dev.kernel_options(dict(VALUES, tls=False)).split(",")
+
+
+def test_numbers_nvme_cli_would_leave_out_are_left_out():
+    # libnvme 1.13 build_options: add_int_argument skips 0 and below, ctrl_loss_tmo keeps -1 and 0.
+    text = fabrics_dev.kernel_options(dict(VALUES, keep_alive_tmo=0, fast_io_fail_tmo=-1, ctrl_loss_tmo=-1))
+    assert "keep_alive_tmo" not in text and "fast_io_fail_tmo" not in text and text.endswith(",ctrl_loss_tmo=-1")
+    assert fabrics_dev.kernel_options(dict(VALUES, ctrl_loss_tmo=0)).endswith(",ctrl_loss_tmo=0")
+
+
+def test_what_carries_a_secret():
+    assert not fabrics_dev.carries_secret(dict(VALUES, tls=True, keyring=".nvme"))
+    for key in ("dhchap_secret", "dhchap_ctrl_secret", "tls_key"):
+        assert fabrics_dev.carries_secret(dict(VALUES, **{key: "x"}))
+
+
+def test_the_host_id_of_a_uuid_host_nqn_as_nvme_cli_213_sends_it():
+    values = dict(VALUES, hostid=None)
+    assert fabrics_dev.with_hostid(values)["hostid"] == "0f3b8a52-6c4e-4d4e-8f0e-2b7d9c1a5e33"
+    other = dict(values, hostnqn="nqn.2024-04.io.aiinfra:host1")
+    assert fabrics_dev.with_hostid(other)["hostid"] is None
+    assert fabrics_dev.with_hostid(dict(VALUES, hostid="11111111-2222-3333-4444-555555555555"))["hostid"] == \
+        "11111111-2222-3333-4444-555555555555"
+
+
+class FakeDiscoverCli(object):
+    """FAKE NvmeCli: reads a discovery log from a device (or fails), records disconnects."""
+
+    def __init__(self, fail=False):
+        self.fail, self.calls = fail, []
+
+    def discover_device(self, name, values):
+        self.calls.append(("discover", name, values.get("dhchap_secret")))
+        if self.fail:
+            raise NvmeCliError("nvme discover failed: no log", kind="command")
+        return [{"subnqn": "nqn.x"}], [3]
+
+    def disconnect(self, name):
+        self.calls.append(("disconnect", name))
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_discovery_with_a_secret_makes_reads_and_removes_its_controller(monkeypatch, tmp_path, fail):
+    dev = FakeFabricsDevice(monkeypatch, str(tmp_path / "nvme-fabrics"))
+    cli = FakeDiscoverCli(fail)
+    values = dict(transport="tcp", traddr="10.99.0.1", trsvcid="4420", hostnqn=VALUES["hostnqn"],
+                  hostid=VALUES["hostid"], dhchap_secret=KEY)
+    if fail:
+        with pytest.raises(NvmeCliError, match="no log"):
+            fabrics_dev.discover_through_kernel(cli, values, dev=dev.path, kmsg_path=str(tmp_path / "no-kmsg"))
+    else:
+        assert fabrics_dev.discover_through_kernel(cli, values, dev=dev.path,
+                                                   kmsg_path=str(tmp_path / "no-kmsg")) == ([{"subnqn": "nqn.x"}], [3])
+    assert dev.written == ["nqn=nqn.2014-08.org.nvmexpress.discovery,transport=tcp,traddr=10.99.0.1,trsvcid=4420,"
+                           "hostnqn=%s,hostid=%s,dhchap_secret=%s" % (VALUES["hostnqn"], VALUES["hostid"], KEY)]
+    assert cli.calls == [("discover", "nvme7", KEY), ("disconnect", "nvme7")]

@@ -101,3 +101,25 @@ def test_the_file_the_playbook_saved_is_read(tmp_path, clean):
     assert saved["te1"]["fabric_sweep_result"]["playbook"]
     (record,) = K.collect(host_facts)[0]["sweep"]
     assert record["passed"] is True and record["launcher"] == "srun"
+
+
+def test_a_group_wide_sweep_fails_the_report_with_its_reason_and_no_exclude_list(slow):
+    # Issue 35 item 8: the module names the nodes as evidence but excludes and drains nobody.
+    reason = ("group-wide: 3 of 3 nodes are low (bandwidth: every pair about 46 % of the expected 24000 MB/s and "
+              "the pairs agree with each other): the likely cause is ...; nobody is drained or excluded")
+    fact = dict(slow, suspect_nodes=list(NODES), group_wide=True, verdict="group_wide", verdict_reason=reason,
+                exclude="", exclude_option="", drain_command=[], passed=False)
+    (record,) = K.collect(on_every_node(fact))[0]["sweep"]
+    assert record["passed"] is False and record["failure"] == "fabric_sweep: " + reason
+    assert record["exclude_option"] == ""
+
+
+def test_a_sweep_that_cannot_judge_the_group_does_not_pass(slow):
+    # Issue 35 item 9: nobody named, but that is not "no suspect".
+    reason = ("cannot judge: bandwidth: 2 nodes with a result, too few to judge against each other (a pairwise "
+              "sweep needs 3); the group cannot be judged without an expectation or a known-good reference")
+    fact = dict(slow, suspect_nodes=[], link_suspects=[], verdict="cannot_judge", verdict_reason=reason,
+                exclude="", exclude_option="", drain_command=[], passed=None)
+    (record,) = K.collect(on_every_node(fact))[0]["sweep"]
+    assert record["passed"] is False and record["failure"] == "fabric_sweep: " + reason
+    assert "FAIL - fabric_sweep: cannot judge: bandwidth" in "\n".join(summary_lines(on_every_node(fact)))

@@ -1,5 +1,6 @@
-"""TLS PSK validation, identities, the key store plan, /proc/keys parsing, the insert command
-detection (nvme-cli help captures) and the loader with recorded commands."""
+"""TLS PSK validation, identities, the key store plan, /proc/keys parsing, which derivation the
+installed nvme-cli inserts with (nvme-cli help captures) and the loader with recorded commands
+and a FAKE kernel keyring (the real keyring is proven in the lab: molecule/nvmeof_tls)."""
 
 import base64
 import json
@@ -8,8 +9,10 @@ import zlib
 
 import pytest
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.derive import COMPAT, RFC8446, tls_psk
+from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.kernel_keys import KernelKeyError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.keyring import (
-    insert_argv, insert_command, keyring_serial, loaded_identities, parse_proc_keys, parse_rlist, redact,
+    insert_derivation, keyring_id, keyring_serial, loaded_identities, parse_proc_keys, parse_rlist,
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.load import KeyLoader, KeyringError, load_store
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.psk import PskError, identity, parse_psk
@@ -178,19 +181,34 @@ def test_loaded_are_the_usable_keys_the_keyring_links():
     assert parse_rlist("\n") == set()
 
 
-def test_insert_command_follows_the_help():
+def test_a_revoked_key_beside_its_successor_is_not_the_loaded_one():
+    # What /proc/keys showed on the build host's kernel after a replace (revoke + add_key)
+    # of a "user" key in a keyring of its own: the revoked key stays listed until collected.
+    text = ("05322a73 I--Q---     3 perm 3f010000     0     0 keyring   aiinfra-probe: 1\n"
+            "1dbf14d1 IR-Q---     1 expd 3f010000     0     0 user      probe one: 0\n"
+            "2d74ae92 I--Q---     1 perm 3f010000     0     0 user      probe one: 2\n")
+    assert parse_proc_keys(text)[("user", "probe one")] == 0x2d74ae92
+    # /proc/keys lists keys by serial: a successor with a lower serial comes before the revoked one.
+    lower = "".join(sorted(text.replace("2d74ae92", "0d74ae92").splitlines(True)))
+    assert lower.splitlines()[-1].startswith("1dbf14d1 IR")
+    assert parse_proc_keys(lower)[("user", "probe one")] == 0x0d74ae92
+
+
+def test_keyring_id_takes_a_serial_or_a_name():
+    assert keyring_id(PROC_KEYS, ".nvme") == 0x0b1c2d3e
+    assert keyring_id(PROC_KEYS, "0x1f") == 0x1f and keyring_id(PROC_KEYS, "31") == 31
+    assert keyring_id(PROC_KEYS, ".other") is None
+
+
+def test_insert_derivation_follows_the_help():
     # nvme-cli 2.3 (captured): check-tls-key has no --insert and there is no 'keys' plugin.
-    assert insert_command(fixture("check-tls-key-help-nvme-cli-2.3.txt"), None) is None
-    assert insert_command("  [  --insert, -i ] --- insert\n", None) == ["check-tls-key", "--insert"]
+    assert insert_derivation(fixture("check-tls-key-help-nvme-cli-2.3.txt"), None) is None
+    assert insert_derivation("  [  --insert, -i ] --- insert\n", None) == COMPAT
+    # nvme-cli 2.16 (nvme.c, tag v2.16: check-tls-key gained --compat, RFC 8446 by default).
+    assert insert_derivation("  [  --insert, -i ] --- x\n  [  --compat, -C ] --- y\n", None) == RFC8446
     keys_help = "  [  --hostnqn=<STR>, -n <STR> ] --- x\n  [  --subsysnqn=<STR>, -c <STR> ] --- y\n"
-    assert insert_command("  [  --keydata=<STR> ] --- z\n", keys_help) == ["keys", "insert-tls-psk"]
-
-
-def test_insert_argv_is_redacted_for_messages():
-    key = normalize_keys([{"hostnqn": HOST, "subsysnqn": SUB, "psk": made_key(1)}])[0]
-    argv = insert_argv("nvme", ["check-tls-key", "--insert"], ".nvme", key)
-    assert argv[-1] == "--keydata=" + made_key(1)
-    assert made_key(1) not in " ".join(redact(argv))
+    assert insert_derivation("  [  --keydata=<STR> ] --- z\n", keys_help) == COMPAT
+    assert insert_derivation("", keys_help + "  [  --compat ] --- c\n") == RFC8446
 
 
 class Recorder(object):
@@ -215,15 +233,44 @@ def test_loader_refuses_an_nvme_cli_that_cannot_insert(tmp_path):
     assert count == 0 and len(errors) == 1 and "cannot insert TLS PSKs" in errors[0]
 
 
-def test_loader_inserts_and_masks_the_key_in_errors(tmp_path):
+class FakeKeys(object):
+    """FAKE kernel keyring: records add_key's arguments, or fails like the kernel."""
+
+    def __init__(self, fail=None):
+        self.added, self.fail = [], fail
+
+    def replace(self, ring, key_type, description, payload):
+        if self.fail:
+            raise KernelKeyError("add_key to keyring %d failed for %r: No such device (ENODEV)" % (ring, description))
+        self.added.append((ring, key_type, description, payload))
+        return 7
+
+
+def test_loader_inserts_what_nvme_cli_would_and_never_runs_a_key(tmp_path):
     store = tmp_path / "keys.json"
     store.write_text(dump_store(".nvme", normalize_keys([{"hostnqn": HOST, "subsysnqn": SUB, "psk": made_key(1)}])))
-    run = Recorder([(["nvme", "check-tls-key", "--help"], (0, "  [  --insert, -i ] --- x\n", "")),
-                    (["nvme", "check-tls-key", "--insert"], (1, "", "bad key %s" % made_key(1)))])
-    count, errors = load_store(str(store), KeyLoader(run, proc_keys=str(tmp_path / "none")))
-    assert count == 0 and "bad key ********" in errors[0] and made_key(1) not in errors[0]
+    proc = tmp_path / "proc-keys"
+    proc.write_text(PROC_KEYS)
+    run = Recorder([(["nvme", "check-tls-key", "--help"], (0, "  [  --insert, -i ] --- x\n", ""))])
+    keys = FakeKeys()
+    count, errors = load_store(str(store), KeyLoader(run, proc_keys=str(proc), keys=keys))
+    assert (count, errors) == (1, [])
+    assert keys.added == [(0x0b1c2d3e, "psk") + tls_psk(made_key(1), HOST, SUB, COMPAT)]
     assert ["modprobe", "nvme-keyring"] in run.calls
-    assert load_store(str(tmp_path / "missing.json"), KeyLoader(run)) == (0, [])
+    assert not [argv for argv in run.calls if any(made_key(1)[16:40] in a for a in argv)]
+    assert load_store(str(tmp_path / "missing.json"), KeyLoader(run, keys=keys)) == (0, [])
+
+
+def test_loader_reports_a_keyring_it_cannot_find_or_write_without_the_key(tmp_path):
+    store = tmp_path / "keys.json"
+    store.write_text(dump_store(".nvme", normalize_keys([{"hostnqn": HOST, "subsysnqn": SUB, "psk": made_key(1)}])))
+    run = Recorder([(["nvme", "check-tls-key", "--help"], (0, "  [  --insert, -i ] --- x\n", ""))])
+    count, errors = load_store(str(store), KeyLoader(run, proc_keys=str(tmp_path / "none"), keys=FakeKeys()))
+    assert count == 0 and "keyring .nvme is not in" in errors[0] and "CONFIG_NVME_KEYRING" in errors[0]
+    proc = tmp_path / "proc-keys"
+    proc.write_text(PROC_KEYS)
+    count, errors = load_store(str(store), KeyLoader(run, proc_keys=str(proc), keys=FakeKeys(fail=True)))
+    assert count == 0 and "No such device" in errors[0] and made_key(1) not in errors[0]
 
 
 def test_unlink_uses_the_keyrings_own_serials(tmp_path):
@@ -261,5 +308,5 @@ def test_keys_made_by_nvme_cli_213_pass_and_its_identities_match():
         parse_psk("NVMeTLSkey-1:01:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA:")
 
 
-def test_insert_command_of_nvme_cli_213():
-    assert insert_command(fixture("check-tls-key-help-nvme-cli-2.13.txt"), None) == ["check-tls-key", "--insert"]
+def test_nvme_cli_213_inserts_with_the_compat_derivation():
+    assert insert_derivation(fixture("check-tls-key-help-nvme-cli-2.13.txt"), None) == COMPAT

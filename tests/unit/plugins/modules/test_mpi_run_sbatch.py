@@ -31,7 +31,8 @@ if tool == "sbatch":
     output = [a.split("=", 1)[1] for a in argv if a.startswith("--output=")][0].replace("%%j", "7")
     with open(path("sbatch.json"), "w") as f:
         json.dump({"argv": argv, "script": script, "btl": os.environ.get("OMPI_MCA_btl")}, f)
-    if os.path.isdir(os.path.dirname(output)):
+    # FAKE_SLURM_WRITE=0: the job ran on another batch host, its output is not here.
+    if os.environ.get("FAKE_SLURM_WRITE", "1") == "1" and os.path.isdir(os.path.dirname(output)):
         with open(output, "w") as f:
             f.write(os.environ.get("FAKE_SLURM_OUTPUT", ""))
     with open(path("ends"), "w") as f:
@@ -108,7 +109,9 @@ def test_check_mode_shows_the_sbatch_command_and_submits_nothing(slurm):
     result = run_module(slurm, check_mode=True, parse="seed")
     assert result["changed"] is True and result["ran"] is False and not result.get("failed")
     assert result["cmd"][0].endswith("/sbatch") and "--parsable" in result["cmd"] and "--time=2" in result["cmd"]
-    assert result["batch"]["job_id"] is None
+    assert result["batch"]["job_id"] is None and result["batch"]["output_dir"] is None
+    assert "--output=%s/<private dir>/aiinfra-mpi-%%j.out" % slurm["out"] in result["cmd"]
+    assert os.listdir(str(slurm["out"])) == []
     assert result["batch"]["script"].splitlines()[-1].startswith("exec %s/srun --nodes=2 --ntasks=2" % slurm["bin"])
     assert not (slurm["dir"] / "sbatch.json").exists()
 
@@ -131,6 +134,12 @@ def test_a_batch_job_lands_in_the_same_result_keys_as_the_direct_path(slurm):
     # A value with a comma travels in sbatch's environment (srun --export cannot carry it).
     assert submitted(slurm)["btl"] == "tcp,self"
     assert os.listdir(str(slurm["out"])) == []
+    # The job wrote into a private directory of its own in sbatch_output_dir.
+    (output,) = [a.split("=", 1)[1] for a in submitted(slurm)["argv"] if a.startswith("--output=")]
+    assert os.path.dirname(os.path.dirname(output)) == str(slurm["out"])
+    assert os.path.basename(os.path.dirname(output)).startswith("aiinfra-sbatch-")
+    assert result["batch"]["output_dir"] == os.path.dirname(output)
+    assert result["batch"]["output_files"] == [output.replace("%j", "7"), output.replace("%j", "7")[:-3] + "err"]
 
 
 def test_past_the_timeout_the_job_is_cancelled_and_the_task_fails(slurm):
@@ -150,15 +159,29 @@ def test_a_failed_job_fails_the_task_with_its_state(slurm):
 
 def test_output_on_another_batch_host_is_named(slurm):
     # The job's output went to a node-local directory of te2, not here.
-    result = run_module(slurm, sbatch_output_dir=str(slurm["dir"] / "elsewhere"),
-                        fake={"FAKE_SLURM_BATCH_HOST": "te2"})
+    result = run_module(slurm, fake={"FAKE_SLURM_BATCH_HOST": "te2", "FAKE_SLURM_WRITE": "0"})
     assert result["failed"] is True
     assert "is not on" in result["msg"] and "it ran on batch host te2" in result["msg"]
+    assert os.listdir(str(slurm["out"])) == []
 
 
 def test_bad_batch_input_fails_before_submitting(slurm):
     result = run_module(slurm, sbatch_output_dir="relative/dir")
     assert result["failed"] is True and "must be an absolute path" in result["msg"]
+    result = run_module(slurm, sbatch_output_dir=str(slurm["dir"] / "elsewhere"))
+    assert result["failed"] is True and "elsewhere is not a directory on" in result["msg"]
+    assert "nothing was submitted" in result["msg"]
     result = run_module(slurm, sbatch_poll_interval=0)
     assert result["failed"] is True and "sbatch_poll_interval must be >= 1" in result["msg"]
     assert not (slurm["dir"] / "sbatch.json").exists()
+
+
+def test_a_planted_output_file_is_not_taken_as_the_result(slurm):
+    # Issue 35 item 10: another local user pre-creates the output file of the next job id in the
+    # shared directory; the real output went to batch host te2's own disk.
+    (slurm["out"] / "aiinfra-mpi-7.out").write_text(SEED_OUTPUT)
+    result = run_module(slurm, parse="seed", fake={"FAKE_SLURM_WRITE": "0", "FAKE_SLURM_BATCH_HOST": "te2"})
+    assert result["failed"] is True and result["stdout"] == ""
+    assert "it ran on batch host te2" in result["msg"]
+    # The planted file is left alone (not ours to remove), and nothing else is left behind.
+    assert os.listdir(str(slurm["out"])) == ["aiinfra-mpi-7.out"]
