@@ -21,6 +21,7 @@ import tempfile
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_text
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.atomic_write import write_atomically
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.baseline import load_baseline, merge_baseline
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.checks import FAIL, normalize_references
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.collect import collect
@@ -28,8 +29,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.report.judge import
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.model import RECORD_LISTS, RESULT_FACTS, SCHEMA, \
     SCHEMA_VERSION, ReportError, derive_metrics
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.render import render_files
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report.saved import plain_data, read_saved_results, resolve, \
-    write_atomic
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.saved import plain_data, read_saved_results, resolve
 from ansible_collections.aiinfra.fabric.plugins.plugin_utils.controller_action import ControllerAction
 
 try:
@@ -272,7 +272,7 @@ class ActionModule(ControllerAction):
             if save_to and not failed:
                 previous = _read_data(save_to, "save_baseline") if os.path.exists(save_to) else None
                 merged = merge_baseline(json.loads(files["results.json"]), previous)
-                write_atomic(save_to, json.dumps(merged, indent=2, sort_keys=True) + "\n")
+                write_atomically(save_to, json.dumps(merged, indent=2, sort_keys=True) + "\n", 0o644, dir_mode=0o755)
 
         result.update({
             "changed": True,

@@ -206,6 +206,10 @@ options:
       - Where C(nvmf-autoconnect.service) runs C(nvme connect-all --context=NAME) (C(autoconnect)
         in nvme-cli 2.13), the subsystem entries written get C(application) NAME, since libnvme 1.13
         applies no saved entry of another or no application in that context.
+      - Both files hold the secrets, so they are written atomically with mode 0600 from their first byte. A file
+        that holds this connection with another mode (C(0644), left by an older release or by hand) is a change the
+        run fixes, C(chmod 0600 <file>) with the mode it had in RV(operations); check mode reports it, and
+        RV(persistent_mode) and the diff show it.
       - false leaves the configuration as it is.
     type: bool
     default: false
@@ -352,6 +356,13 @@ persistent:
   description: Whether C(/etc/nvme/config.json) lists this connection after the run.
   returned: always
   type: bool
+persistent_mode:
+  description:
+    - The mode of the file that saves this connection (C(config.json) or the drop-in) after the run (in check mode,
+      as it would be), V(0600); null when the connection is not saved.
+  returned: always
+  type: str
+  sample: "0600"
 operations:
   description:
     - What the module did (or would do in check mode), in order. C(connect) is a C(nvme connect); a connect
@@ -362,7 +373,7 @@ operations:
   elements: str
   sample: ["connect", "write /etc/nvme/config.json"]
 diff:
-  description: Connection state before and after (controllers, devices, persistent).
+  description: Connection state before and after (controllers, devices, persistent, persistent_mode).
   returned: when diff mode is on
   type: dict
 """

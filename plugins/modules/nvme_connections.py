@@ -223,8 +223,8 @@ RETURN = r"""
 connections:
   description:
     - One entry per path, in the order listed, with what M(aiinfra.fabric.nvme_connect) returns for it (C(changed),
-      C(operations), C(controllers), C(devices), C(persistent), C(drift) when the live settings differ) and the path
-      (C(where), C(label), C(nqn), C(transport), C(traddr), C(trsvcid), C(hostnqn)).
+      C(operations), C(controllers), C(devices), C(persistent), C(persistent_mode), C(drift) when the live settings
+      differ) and the path (C(where), C(label), C(nqn), C(transport), C(traddr), C(trsvcid), C(hostnqn)).
   returned: always
   type: list
   elements: dict

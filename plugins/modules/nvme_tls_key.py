@@ -29,18 +29,27 @@ description:
     one the host's own nvme-cli would, read from C(nvme check-tls-key --help) (C(--insert), and
     C(--compat) or not) or, in 3.x, C(nvme keys insert-tls-psk --help); nvme-cli 2.3 (Debian 12) can
     insert no key, and the module says so.
-  - A key missing from the keyring (after a reboot, or removed by hand) is inserted again; a changed PSK
-    for a pair is inserted over the old one (a rotation; the old key is revoked, as nvme-cli does;
-    connections already up keep their session, new connections use the new key; the target is not
-    touched). Keys the store listed and O(keys) no longer does are unlinked from the keyring.
+  - The plan is made against what the keyring links now (C(keyctl rlist) of O(keyring), with the key
+    identities from C(/proc/keys); a revoked key, or one that only a live session still holds, is not
+    loaded), not against the store. A key missing from the keyring (after a reboot, or removed by hand)
+    is inserted again; a changed PSK for a pair is inserted over the old one (a rotation; the old key is
+    revoked, as nvme-cli does; connections already up keep their session, new connections use the new
+    key; the target is not touched). Keys the store listed and O(keys) no longer does are unlinked from
+    the keyring.
+  - The keyring changes first (unlinks, then inserts), every planned unlink and insert is tried even when
+    one fails, and the store is written afterwards as the keyring then is. After a failed insert it keeps
+    the PSK it had for that pair, so the next run inserts the new one again. After a failed unlink it lists
+    the identity as revoked, without its PSK, so the next run, or O(state=absent), unlinks it, and the boot
+    loader does not load it. A run after any partial failure converges.
   - PSKs are never returned, logged or shown in a diff; results name keys by their identity.
 version_added: 0.2.0
 author:
   - aiinfra.fabric contributors (!UNKNOWN)
 requirements:
-  - nvme-cli with TLS key support (Debian 13's 2.13; only its help is read), keyutils (C(libkeyutils.so.1)
-    for inserting, C(keyctl) for unlinking), a kernel with C(CONFIG_NVME_TCP_TLS) or
-    C(CONFIG_NVME_TARGET_TCP_TLS) (and with them the C(.nvme) keyring of C(nvme-keyring)).
+  - nvme-cli with TLS key support (Debian 13's 2.13; only its help is read),
+    keyutils (C(libkeyutils.so.1) for inserting, C(keyctl) to read the keyring and to unlink), a kernel with
+    C(CONFIG_NVME_TCP_TLS) or C(CONFIG_NVME_TARGET_TCP_TLS) (and with them the C(.nvme) keyring of
+    C(nvme-keyring)).
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
   - aiinfra.fabric.attributes.declarative
@@ -68,7 +77,9 @@ options:
         type: str
         required: true
   state:
-    description: V(absent) unlinks every key the store lists from the keyring and removes the store.
+    description:
+      - V(absent) unlinks every key the store lists (its keys and its revoked identities) from the keyring and
+        removes the store. When an unlink fails, the store is kept with no key and that identity as revoked.
     type: str
     choices: [present, absent]
     default: present
@@ -77,7 +88,9 @@ options:
     type: str
     default: .nvme
   store:
-    description: Path of the key store (JSON, mode 0600).
+    description:
+      - Path of the key store (JSON). Written atomically, mode 0600 from its first byte, in a 0700 directory; a
+        store found with another mode is set back to 0600.
     type: path
     default: /etc/nvme/aiinfra-fabric/tls-keys.json
 """
@@ -109,11 +122,26 @@ keys:
       description: TLS PSK identity in the keyring.
       type: str
     loaded:
-      description: Whether the keyring holds it (in check mode, whether it would).
+      description: Whether the keyring links it (in check mode, whether it would).
       type: bool
-operations:
-  description: What was (or in check mode would be) done, by identity; never a key.
+store_mode:
+  description:
+    - The key store's mode after the run (in check mode, as it would be), V(0600); null when there is no store.
+    - A store with another mode is a change the run fixes (C(chmod 0600 <store>), with the mode it had, in
+      RV(operations)); the diff shows the mode before and after.
   returned: always
+  type: str
+  sample: "0600"
+operations:
+  description:
+    - What was (or in check mode would be) done, by identity, in order (unlinks, inserts, then the store); never a
+      key. When an operation failed, the operations that succeeded.
+  returned: always
+  type: list
+  elements: str
+planned:
+  description: Every planned operation, when one of them failed.
+  returned: failure
   type: list
   elements: str
 """
@@ -122,10 +150,14 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.atomic_write import (
+    SECRET_MODE, file_mode, mode_text, write_atomically,
+)
+from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.converge import apply_keys
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.load import KeyLoader, KeyringError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.psk import PskError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.store import (
-    DEFAULT_KEYRING, DEFAULT_STORE, dump_store, normalize_keys, parse_store, plan_keys, public,
+    DEFAULT_KEYRING, DEFAULT_STORE, dump_store, normalize_keys, plan_keys, public, read_store, store_change,
 )
 
 
@@ -137,17 +169,13 @@ def _read(path):
         return None
 
 
-def _write_private(module, path, text):
+def _write_store(path, text):
+    # The store's folder is this module's own: 0700 whatever made it.
     directory = os.path.dirname(path)
     if not os.path.isdir(directory):
         os.makedirs(directory, 0o700)
     os.chmod(directory, 0o700)
-    tmp = path + ".aiinfra-tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    module.atomic_move(tmp, path)
-    os.chmod(path, 0o600)
+    write_atomically(path, text, SECRET_MODE)
 
 
 def main():
@@ -167,47 +195,60 @@ def main():
     p = module.params
     try:
         desired = normalize_keys(p["keys"]) if p["state"] == "present" else []
-        _keyring, stored = parse_store(_read(p["store"]), p["store"])
+        store = read_store(_read(p["store"]), p["store"])
     except PskError as exc:
         module.fail_json(msg=str(exc))
 
     def run(argv):
         return module.run_command(argv, environ_update={"LC_ALL": "C", "LANG": "C"})
 
+    # Nothing wanted and nothing recorded: no keyring to look at (and no keyctl needed).
+    involved = bool(desired or store["keys"] or store["revoked"])
     nvme = module.get_bin_path("nvme", required=p["state"] == "present")
-    loader = KeyLoader(run, nvme=nvme or "nvme", keyctl=module.get_bin_path("keyctl") or "keyctl")
-    loaded = loader.loaded()
-    plan = plan_keys(stored, desired, loaded, p["state"])
-    if plan["insert"] and not module.check_mode:
-        try:
+    loader = KeyLoader(run, nvme=nvme or "nvme", keyctl=module.get_bin_path("keyctl", required=involved) or "keyctl")
+    try:
+        # What the keyring links now, not what the store says: a run after a failed insert or
+        # unlink finds it still to do.
+        loaded = loader.loaded(p["keyring"]) if involved else {}
+        plan = plan_keys(store, desired, loaded, p["state"], p["keyring"])
+        if plan["insert"] and not module.check_mode:
             loader.derivation()
-        except KeyringError as exc:
-            module.fail_json(msg=str(exc))
-    operations = (["write store %s" % p["store"]] if plan["store"] == "write" else []) \
-        + (["remove store %s" % p["store"]] if plan["store"] == "remove" else []) \
-        + ["insert %s" % i for i in plan["insert"]] + ["unlink %s" % i for i in plan["unlink"]]
-    before = {"keys": public(stored, loaded)}
-    if not module.check_mode:
-        try:
-            if plan["store"] == "write":
-                _write_private(module, p["store"], dump_store(p["keyring"], desired))
-            by_id = dict((k["identity"], k) for k in desired)
-            for ident in plan["insert"]:
-                loader.insert(p["keyring"], by_id[ident])
-            for ident in plan["unlink"]:
-                loader.unlink(p["keyring"], ident)
-            if plan["store"] == "remove":
-                os.unlink(p["store"])
-        except (KeyringError, OSError) as exc:
-            module.fail_json(msg=str(exc), operations=operations)
-        loaded = loader.loaded()
-        after_keys = public(desired, loaded)
+    except KeyringError as exc:
+        module.fail_json(msg=str(exc))
+    # The store holds the PSKs: a wider mode is a change of its own (a rewrite fixes it too).
+    mode = file_mode(p["store"]) if store["exists"] else None
+    chmod = "chmod 0600 %s (was %s)" % (p["store"], mode_text(mode)) \
+        if mode not in (None, SECRET_MODE) and plan["store"] is None else None
+    operations = ["unlink %s" % i for i in plan["unlink"]] + ["insert %s" % i for i in plan["insert"]] \
+        + (["%s store %s" % (plan["store"], p["store"])] if plan["store"] else []) + ([chmod] if chmod else [])
+    before = {"keys": public(store["keys"] + store["revoked"], loaded), "store_mode": mode_text(mode)}
+    if module.check_mode:
+        after_keys = [dict(k, loaded=True) for k in public(desired, loaded)]
+        after_mode = None if plan["store"] == "remove" or not (store["exists"] or plan["store"]) else "0600"
     else:
-        wanted = set(k["identity"] for k in desired)
-        after_keys = [dict(k, loaded=k["identity"] in wanted) for k in public(desired, loaded)]
-    result = dict(changed=bool(operations), keys=after_keys, operations=operations)
+        keys, revoked, done, errors = apply_keys(loader, p["keyring"], plan, store, desired, loaded)
+        change = store_change(store, keys, revoked, p["keyring"], p["state"])
+        try:
+            if change == "write":
+                _write_store(p["store"], dump_store(p["keyring"], keys, revoked))
+            elif change == "remove":
+                os.unlink(p["store"])
+            elif chmod:
+                os.chmod(p["store"], SECRET_MODE)
+        except OSError as exc:
+            errors.append("writing the key store %s failed: %s" % (p["store"], exc))
+        else:
+            done += ["%s store %s" % (change, p["store"])] if change else [chmod] if chmod else []
+        if errors:
+            module.fail_json(msg="; ".join(errors), changed=bool(done), operations=done, planned=operations)
+        try:
+            after_keys = public(keys + revoked, loader.loaded(p["keyring"]) if keys or revoked else {})
+        except KeyringError as exc:
+            module.fail_json(msg=str(exc), changed=bool(done), operations=done)
+        after_mode = mode_text(file_mode(p["store"]))
+    result = dict(changed=bool(operations), keys=after_keys, store_mode=after_mode, operations=operations)
     if module._diff:
-        result["diff"] = {"before": before, "after": {"keys": after_keys}}
+        result["diff"] = {"before": before, "after": {"keys": after_keys, "store_mode": after_mode}}
     missing = [k["identity"] for k in after_keys if not k["loaded"]]
     if missing and not module.check_mode:
         module.fail_json(msg="the keyring %s does not show these keys after inserting them: %s" % (

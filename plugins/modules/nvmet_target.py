@@ -166,8 +166,9 @@ options:
   save_file:
     description:
       - After the change, write the whole target, DH-HMAC-CHAP keys included, to this path in nvmetcli's save-file
-        format (mode 0600, directory 0700, atomically), only when its content differs; the boot restorer and
-        C(nvmetcli restore) read it.
+        format (mode 0600 from its first byte, directory 0700, atomically), only when its content differs or its
+        mode is not 0600 (a wider mode is a change the run fixes; RV(save_file_mode) and the diff show it); the
+        boot restorer and C(nvmetcli restore) read it.
       - The keys never come back in the result; RV(save_file) says only what happened to the file.
       - Each enabled namespace's backing file is recorded with its identity (C(file_identity), inode and size, which
         nvmetcli ignores), that of the file the kernel opened. A namespace that stays enabled keeps the identity
@@ -251,6 +252,13 @@ save_file:
   returned: always
   type: str
   sample: unchanged
+save_file_mode:
+  description:
+    - The mode of O(save_file) after the run (in check mode, as it would be), V(0600); null without O(save_file) or
+      when the file is (or would be) removed. With O(save_file) the diff carries it too, before and after.
+  returned: always
+  type: str
+  sample: "0600"
 operations:
   description: The operations applied (planned, in check mode) in order, key values masked.
   returned: always
@@ -274,6 +282,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.atomic_write import file_mode, mode_text
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.applier import apply_plan, simulate
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import NvmetError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.document import DocumentError, validate_document
@@ -367,10 +376,11 @@ def main():
         replaced = replaced_files(simulate(state, ops), previous)
         if replaced:
             module.fail_json(msg=refusal(replaced, p["save_file"]), changed=False, operations=[])
+    mode_before = save_file_mode(p["save_file"])
     after = apply_ops(module, tree, state, ops)
     saved = save_target(tree, p["save_file"], after, ops, module,
                         None if p["force"] else previous)
-    exit_with(module, state, after, ops, saved, changed_keys(ops))
+    exit_with(module, state, after, ops, saved, changed_keys(ops), (mode_before, save_file_mode(p["save_file"], saved)))
 
 
 def apply_ops(module, tree, state, ops, saved=None):
@@ -388,11 +398,23 @@ def apply_ops(module, tree, state, ops, saved=None):
     return tree.reread_changed(state, ops)
 
 
-def exit_with(module, state, after, ops, saved, keys):
+def save_file_mode(path, saved=None):
+    """The save file's mode as results show it ("0600"), or None: as it is, or after ``saved``,
+    the outcome of a check-mode run (a file written then has 0600; a removed one none)."""
+    if not path or saved in ("would remove", "removed", "absent"):
+        return None
+    if saved == "would write":
+        return "0600"
+    return mode_text(file_mode(path))
+
+
+def exit_with(module, state, after, ops, saved, keys, modes=(None, None)):
     result = dict(changed=bool(ops) or saved in SAVE_FILE_CHANGED, operations=[op.text() for op in ops],
-                  changed_keys=keys, target=target_view(after), save_file=saved)
+                  changed_keys=keys, target=target_view(after), save_file=saved, save_file_mode=modes[1])
     if module._diff:
-        result["diff"] = dict(before=target_view(state), after=result["target"])
+        result["diff"] = dict(before=target_view(state), after=dict(result["target"]))
+        if saved:
+            result["diff"]["before"]["save_file_mode"], result["diff"]["after"]["save_file_mode"] = modes
     module.exit_json(**result)
 
 
@@ -422,6 +444,7 @@ def remove_and_exit(module, tree, p):
         state = tree.read()
         ops = plan_removal(tree, state, want["subsystems"], want["ports"], want["hosts"], p["force"])
         saved = ""
+        mode_before = save_file_mode(p["save_file"])
         if p["save_file"]:
             saved = save_to_file(tree, p["save_file"], check=module.check_mode, remove_when_empty=True,
                                  state=simulate(state, ops))
@@ -431,7 +454,7 @@ def remove_and_exit(module, tree, p):
         module.fail_json(msg="saving the target without the removed objects to %s failed, nothing was removed: %s"
                          % (p["save_file"], exc), changed=False, operations=[])
     after = apply_ops(module, tree, state, ops, saved)
-    exit_with(module, state, after, ops, saved, [])
+    exit_with(module, state, after, ops, saved, [], (mode_before, save_file_mode(p["save_file"], saved)))
 
 
 def save_target(tree, path, after, ops, module, previous):

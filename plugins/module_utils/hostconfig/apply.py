@@ -6,8 +6,8 @@
 from __future__ import annotations
 
 import os
-import tempfile
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.atomic_write import write_atomically
 from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig.state import (
     HostConfigError, op_text, sysfs_module, under)
 
@@ -47,22 +47,7 @@ class SystemProbe(object):
 
 
 def _write(root, op):
-    full = under(root, op["path"])
-    directory = os.path.dirname(full)
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(full) + ".", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            os.fchmod(fh.fileno(), op["mode"])
-            fh.write(op["content"])
-            fh.flush()
-            os.fsync(fh.fileno())
-        if op["uid"] is not None or op["gid"] is not None:
-            os.chown(tmp, -1 if op["uid"] is None else op["uid"], -1 if op["gid"] is None else op["gid"])
-        os.replace(tmp, full)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_atomically(under(root, op["path"]), op["content"], op["mode"], uid=op["uid"], gid=op["gid"])
 
 
 def apply(ops, root, run, systemctl, modprobe):

@@ -23,6 +23,9 @@ from __future__ import annotations
 
 import os
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.atomic_write import (
+    SECRET_MODE, file_mode, mode_text, write_atomically,
+)
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.cli import NvmeCliError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection import (
     ValidationError, controller_drift, controller_matches, matching_controllers, other_identities_at_address,
@@ -32,7 +35,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.fabrics_dev im
     FABRICS_DEV, carries_secret, connect_through_kernel,
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.host import (
-    host_identity, read_text, wait_for_connection, wait_for_connections, wait_gone, write_atomic,
+    host_identity, read_text, wait_for_connection, wait_for_connections, wait_gone,
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.persist import (
     AUTOCONNECT_DROPIN, CONFIG_JSON, DROPIN, NVME_ETC, UNIT_PATHS, config_has_port, config_with_port,
@@ -131,16 +134,33 @@ def _saved_state(desired, hostnqn, hostid, state, persistent, saved_format):
                    else "write /etc/nvme/config.json")
     if new_ini != ini:
         ops.append("%s %s" % ("remove" if dropin_is_empty(new_ini) else "write", ini_path))
+    # Both files hold secrets. One that keeps this connection without being rewritten (a
+    # rewrite makes it 0600) gets a wider mode set back to 0600: a change of its own.
+    saving = [  # (path, its mode, whether it holds this connection now, and after the run, rewritten)
+        (CONFIG_JSON, file_mode(CONFIG_JSON) if config_text is not None else None,
+         _config_holds(config, desired, hostnqn), _config_holds(new_config, desired, hostnqn), new_config != config),
+        (ini_path, file_mode(ini_path) if ini_text is not None else None,
+         dropin_has_port(ini, desired), dropin_has_port(new_ini, desired), new_ini != ini),
+    ]
+    mode_fixes = [(path, mode) for path, mode, now, after, rewritten in saving
+                  if after and not rewritten and mode not in (None, SECRET_MODE)]
+    ops.extend("chmod 0600 %s (was %s)" % (path, mode_text(mode)) for path, mode in mode_fixes)
+    mode_before = next((mode_text(mode) for path, mode, now, after, rewritten in saving if now), None)
     dropin_needed = bool(state == "connected" and persistent and unit_needs_condition_fix(unit_text)
                          and read_text(DROPIN) != AUTOCONNECT_DROPIN)
     if dropin_needed:
         ops.append("write %s" % DROPIN)
     return dict(config_text=config_text, config=config, new_config=new_config, ini_path=ini_path, ini_text=ini_text,
-                ini=ini, new_ini=new_ini, ops=ops, dropin_needed=dropin_needed)
+                ini=ini, new_ini=new_ini, ops=ops, dropin_needed=dropin_needed,
+                mode_fixes=[path for path, mode in mode_fixes], mode_before=mode_before)
+
+
+def _config_holds(config, desired, hostnqn):
+    return bool(hostnqn) and config_has_port(config, desired, hostnqn)
 
 
 def _persisted(config, ini, desired, hostnqn):
-    return bool((config_has_port(config, desired, hostnqn) if hostnqn else False) or dropin_has_port(ini, desired))
+    return _config_holds(config, desired, hostnqn) or dropin_has_port(ini, desired)
 
 
 def prepare_connection(params, desired, cli, sysfs, check_mode):
@@ -227,6 +247,7 @@ def prepare_connection(params, desired, cli, sysfs, check_mode):
                     "controllers": [c["name"] for c in controllers],
                     "devices": [d["path"] for d in devices_before],
                     "persistent": _persisted(saved["config"], saved["ini"], desired, hostnqn),
+                    "persistent_mode": saved["mode_before"],
                 })
 
 
@@ -237,7 +258,8 @@ def _check_result(plan, sysfs, diff):
     persistent = _persisted(saved["new_config"], saved["new_ini"], desired, desired["hostnqn"])
     result = dict(changed=bool(plan["operations"]), operations=plan["operations"],
                   controllers=[public_controller(c) for c in after_ctrls],
-                  devices=sysfs.devices_of(after_ctrls), persistent=persistent)
+                  devices=sysfs.devices_of(after_ctrls), persistent=persistent,
+                  persistent_mode=mode_text(SECRET_MODE) if persistent else None)
     if plan["drifts"]:
         result["drift"] = plan["drifts"]
     if diff:
@@ -246,33 +268,41 @@ def _check_result(plan, sysfs, diff):
             "controllers": [c["name"] for c in after_ctrls] + (["(new)"] if ("connect", None) in ops else []),
             "devices": [d["path"] for d in result["devices"]],
             "persistent": persistent,
+            "persistent_mode": result["persistent_mode"],
         }}
     return result
 
 
 def _write_saved(module, desired, hostnqn, hostid, state, persistent, saved_format):
-    """Write nvme-cli's saved connections as this connection wants them, read afresh.
-    Returns whether the connection is saved afterwards."""
+    """Write nvme-cli's saved connections as this connection wants them, read afresh (files
+    with secrets: mode 0600 from their first byte, and set back to 0600 where found wider).
+    Returns whether the connection is saved afterwards, and the mode of the file saving it."""
     saved = _saved_state(desired, hostnqn, hostid, state, persistent, saved_format)
     if saved["new_config"] != saved["config"]:
         if not saved["new_config"] and saved["config_text"] is not None:
             os.unlink(CONFIG_JSON)
         else:
-            write_atomic(module, CONFIG_JSON, dump_config(saved["new_config"]), 0o600)
+            write_atomically(CONFIG_JSON, dump_config(saved["new_config"]), SECRET_MODE, dir_mode=0o755)
     if saved["new_ini"] != saved["ini"]:
         if dropin_is_empty(saved["new_ini"]):
             if saved["ini_text"] is not None:
                 os.unlink(saved["ini_path"])
         else:
-            write_atomic(module, saved["ini_path"], render_dropin(saved["new_ini"]), 0o600)
+            write_atomically(saved["ini_path"], render_dropin(saved["new_ini"]), SECRET_MODE, dir_mode=0o755)
+    for path in saved["mode_fixes"]:
+        os.chmod(path, SECRET_MODE)
     if saved["dropin_needed"]:
-        write_atomic(module, DROPIN, AUTOCONNECT_DROPIN, 0o644)
+        write_atomically(DROPIN, AUTOCONNECT_DROPIN, 0o644, dir_mode=0o755)
         systemctl = module.get_bin_path("systemctl", required=True)
         rc, out, err = module.run_command([systemctl, "daemon-reload"], environ_update={"LC_ALL": "C"})
         if rc != 0:
             raise ConnectFailure("systemctl daemon-reload failed after writing %s" % DROPIN, rc=rc, stdout=out,
                                  stderr=err)
-    return _persisted(saved["new_config"], saved["new_ini"], desired, hostnqn)
+    if _config_holds(saved["new_config"], desired, hostnqn):
+        return True, mode_text(file_mode(CONFIG_JSON))
+    if dropin_has_port(saved["new_ini"], desired):
+        return True, mode_text(file_mode(saved["ini_path"]))
+    return False, None
 
 
 def apply_connection(module, params, plan, cli, sysfs):
@@ -294,7 +324,7 @@ def start_connection(module, params, plan, cli, sysfs):
     desired, ops = plan["desired"], plan["ops"]
     try:
         for name, value in plan["identity_writes"]:
-            write_atomic(module, os.path.join(NVME_ETC, name), value + "\n", 0o644)
+            write_atomically(os.path.join(NVME_ETC, name), value + "\n", 0o644, dir_mode=0o755)
         for op, name in ops:
             if op == "disconnect":
                 cli.disconnect(name)
@@ -335,10 +365,11 @@ def finish_connection(module, params, plan, sysfs, waited):
         controllers = sysfs.controllers(match=lambda c: controller_matches(c, desired))
         devices = sysfs.devices_of(controllers)
 
-    persisted_after = _write_saved(module, desired, hostnqn, hostid, plan["state"], params["persistent"],
-                                   plan["saved_format"])
+    persisted_after, mode_after = _write_saved(module, desired, hostnqn, hostid, plan["state"], params["persistent"],
+                                               plan["saved_format"])
     result = dict(changed=bool(plan["operations"]), operations=plan["operations"],
-                  controllers=[public_controller(c) for c in controllers], devices=devices, persistent=persisted_after)
+                  controllers=[public_controller(c) for c in controllers], devices=devices, persistent=persisted_after,
+                  persistent_mode=mode_after)
     if plan["drifts"]:
         result["drift"] = plan["drifts"]
     if module._diff:
@@ -347,6 +378,7 @@ def finish_connection(module, params, plan, sysfs, waited):
             "controllers": [c["name"] for c in controllers],
             "devices": [d["path"] for d in devices],
             "persistent": persisted_after,
+            "persistent_mode": mode_after,
         }}
     return result, warnings
 

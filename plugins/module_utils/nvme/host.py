@@ -2,13 +2,12 @@
 # Copyright: aiinfra.fabric contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What nvme_connect does on the initiator besides running nvme-cli: the host's NVMe
-identity (/etc/nvme/hostnqn, hostid), small file helpers, and the waits on sysfs
+identity (/etc/nvme/hostnqn, hostid), reading small files, and the waits on sysfs
 around a disconnect and a connect."""
 
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 import uuid
 
@@ -29,22 +28,6 @@ def read_text(path):
             return handle.read()
     except (IOError, OSError):
         return None
-
-
-def write_atomic(module, path, text, mode):
-    directory = os.path.dirname(path)
-    if not os.path.isdir(directory):
-        os.makedirs(directory, 0o755)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".aiinfra-")
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        module.atomic_move(tmp, path)
-        os.chmod(path, mode)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def host_identity(params, state, check_mode, gen_hostnqn, etc=NVME_ETC):

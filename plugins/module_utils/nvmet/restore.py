@@ -27,10 +27,11 @@ import json
 import os
 import sys
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.atomic_write import write_atomically
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.bootrestore import restore_best_effort
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import NvmetError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.model import ConfigfsTree
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import clear_document, save_to_file, to_savefile, write_atomically
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import clear_document, save_to_file, to_savefile
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate import check_configfs
 
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import backing
+from ansible_collections.aiinfra.fabric.plugins.module_utils.atomic_write import (
+    SECRET_MODE, file_mode, fsync_dir, write_atomically,
+)
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.applier import apply_plan, simulate
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import (
     HOST_FIELDS,
@@ -309,38 +311,6 @@ def document_without(doc, subsystems=(), ports=(), hosts=()):
     return out
 
 
-def _fsync_dir(directory):
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_atomically(path, text, mode=0o600, dir_mode=0o700):
-    """Replace path with text so that a crash leaves the old file or the new one, whole.
-
-    A temporary file in the same directory (created with ``mode``), written and fsynced,
-    renamed over path, then the directory fsynced so the rename itself is on disk.
-    """
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        os.makedirs(directory, dir_mode)
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as f:
-            os.fchmod(f.fileno(), mode)
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(directory)
-
-
 def saved_text(doc):
     """The save file's text for a save-file document (keys in clear): what
     :func:`save_to_file` writes, and what a no-change check compares the file with."""
@@ -357,9 +327,10 @@ def read_saved(path):
 
 
 def save_to_file(tree, path, check=False, remove_when_empty=False, without=None, state=None, files=None):
-    """Write the configuration, keys included, to path (mode 0600, parent 0700) when it differs.
+    """Write the configuration, keys included, to path (mode 0600, parent 0700) when it differs,
+    or when the file has another mode than 0600 (it holds the keys in clear).
 
-    Written atomically and durably (:func:`write_atomically`). ``without`` (a dict of
+    Written atomically and durably (atomic_write.write_atomically). ``without`` (a dict of
     :func:`document_without` arguments) leaves out what a teardown is about to remove.
     The keys never leave the host: only a one-word outcome is returned -- "unchanged",
     "written", or with remove_when_empty and no object left, "removed" or "absent".
@@ -383,13 +354,13 @@ def save_to_file(tree, path, check=False, remove_when_empty=False, without=None,
             return "absent"
         if not check:
             os.unlink(path)
-            _fsync_dir(os.path.dirname(os.path.abspath(path)))
+            fsync_dir(os.path.dirname(os.path.abspath(path)))
         return "would remove" if check else "removed"
-    if exists:
+    if exists and file_mode(path) == SECRET_MODE:
         with open(path) as f:
             if f.read() == text:
                 return "unchanged"
     if check:
         return "would write"
-    write_atomically(path, text)
+    write_atomically(path, text, SECRET_MODE)
     return "written"

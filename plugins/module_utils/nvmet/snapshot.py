@@ -10,8 +10,8 @@ on the lab's emulated guests under the stock strategy). The role's first probe
 (roles/nvmeof_target/files/probe.sh) prints the whole nvmet configfs tree; here that
 text becomes a read-only :class:`SnapshotTree`, and the module's own steps
 (:func:`target.read_and_plan`) plan the document against it. No operation, the kernel
-modules loaded, and the save file as the module would write it: the module has nothing
-to do and the role skips it. Anything this cannot judge (an unreadable file, a guard
+modules loaded, and the save file as the module would write it (its text, mode 0600):
+the module has nothing to do and the role skips it. Anything this cannot judge (an unreadable file, a guard
 that needs the live connections, a document error, a line it does not expect) counts as
 pending: the module then runs and decides, with its own messages.
 
@@ -28,7 +28,8 @@ The probe's lines (between ``nvmet-counts`` and ``nvmet-end`` they come from gre
   nvmet-file INODE SIZE PATH   a namespace's device path that is a regular file, and its
                                identity (backing.py: what the save file records)
   nvmet-module NAME            a loaded nvmet kernel module (/sys/module/NAME)
-  nvmet-save SHA256            the sha256 of the save file, when it exists
+  nvmet-save SHA256 MODE       the sha256 of the save file and its mode (octal, as find's %m
+                               prints it), when it exists
   configfs | no-configfs       whether configfs has the nvmet directory
 
 Where the host has gzip and base64 the ``nvmet-`` lines come as one line instead,
@@ -69,7 +70,7 @@ class Snapshot(object):
     """The probe's lines, parsed: entries (path -> f|d|l), children (directory -> names),
     texts (path -> text), secrets (path -> sha256 or None when unreadable), files (a
     namespace's device path -> its identity when a regular file), loaded modules, the save
-    file's sha256 and whether configfs has nvmet at all."""
+    file's sha256 and mode ("600") and whether configfs has nvmet at all."""
 
     def __init__(self):
         self.configfs = False
@@ -80,6 +81,7 @@ class Snapshot(object):
         self.files = {}
         self.modules = set()
         self.save_sha = None
+        self.save_mode = None
 
 
 def _unpacked(lines):
@@ -135,7 +137,7 @@ def parse_probe(lines):
         elif word == "nvmet-module":
             snap.modules.add(rest)
         elif word == "nvmet-save":
-            snap.save_sha = rest
+            snap.save_sha, snap.save_mode = rest.partition(" ")[::2]
     if section not in (None, "done"):
         raise ValueError("the probe's configfs listing ends early (no nvmet-end line)")
     for path, n in counts.items():
@@ -260,6 +262,9 @@ def target_pending(doc, lines, purge="none", force=False, allow_reconfigure=Fals
             files = identities_to_record(state, read=snap.files.get)
             if snap.save_sha != _sha256(saved_text(to_savefile(state, mask_keys=False, files=files))):
                 return _pending("%s differs from configfs" % save_file)
+            if snap.save_mode != "600":
+                return _pending("%s has mode %s, not 0600 (it holds the hosts' keys)"
+                                % (save_file, "0" + snap.save_mode if snap.save_mode else "unknown"))
         return {"pending": False, "why": "configfs%s as the document wants" % (" and the save file are" if save_file else " is")}
     except DocumentError:
         return _pending("the document has errors (the module lists them)")

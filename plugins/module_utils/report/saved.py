@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 
 from ansible.module_utils.common.text.converters import to_text
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.atomic_write import write_atomically
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.model import RESULT_FACTS, ReportError
 
 HOST_RESULT_SCHEMA = "aiinfra.fabric.host_result"
@@ -91,22 +91,6 @@ def plain_data(value):
     return to_text(value)
 
 
-def write_atomic(path, text, mode=0o644):
-    """Write ``text`` to ``path`` through a temporary file beside it and a rename (its folder is created)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        os.makedirs(directory)
-    fd, tmp = tempfile.mkstemp(prefix=".fabric_report-", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.chmod(tmp, mode)
-        os.rename(tmp, path)
-    except Exception:
-        os.unlink(tmp)
-        raise
-
-
 def host_result_document(host, fact, result, playbook, saved):
     """The saved form of one host's result fact (``saved``: a UTC time, ``YYYY-MM-DDTHH:MM:SSZ``)."""
     return {"schema": HOST_RESULT_SCHEMA, "schema_version": 1, "host": host, "fact": fact, "saved": saved,
@@ -128,5 +112,6 @@ def write_host_result(folder, document):
     if not os.path.isdir(hdir):
         os.makedirs(hdir)
         os.chmod(hdir, 0o755)
-    write_atomic(path, json.dumps(document, indent=4, sort_keys=True, separators=(",", ": ")) + "\n")
+    write_atomically(path, json.dumps(document, indent=4, sort_keys=True, separators=(",", ": ")) + "\n", 0o644,
+                     dir_mode=0o755)
     return path

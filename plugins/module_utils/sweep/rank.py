@@ -124,8 +124,8 @@ def _pair_sentence(p):
     text = "%s-%s %s %s %s%s" % (a, b, p["test"], fmt(p["value"]), p["unit"], _size_words(p.get("size")))
     parts = []
     if p["vs_median"] is not None:
-        parts.append("%.0f %% of the %s %s" % (100 * p["vs_median"], _BASELINE_WORDS[p.get("baseline_from", "median")],
-                                              fmt(p["median"])))
+        baseline = _BASELINE_WORDS[p.get("baseline_from", "median")]
+        parts.append("%.0f %% of the %s %s" % (100 * p["vs_median"], baseline, fmt(p["median"])))
     if p["vs_expected"] is not None:
         parts.append("%.0f %% of the expected %s" % (100 * p["vs_expected"], fmt(p["expected"])))
     if len(p.get("samples") or []) > 1:

@@ -79,8 +79,8 @@ def verdict(ranking, bisection=None, drain_reason="fabric_sweep", notes=None):
     """The verdict (see the module doc); ``notes`` says per test why it has no expectation (the catalog's why-not)."""
     ranking = ranking or {}
     notes = notes or {}
-    cannot_judge = [{"test": c["test"], "reason": c["reason"] + ("" if c["test"] not in notes else
-                                                                  " (%s)" % notes[c["test"]])}
+    cannot_judge = [{"test": c["test"],
+                     "reason": c["reason"] + (" (%s)" % notes[c["test"]] if c["test"] in notes else "")}
                     for c in ranking.get("cannot_judge", [])]
     suspects = [s["node"] for s in ranking.get("suspects", [])]
     if bisection:

@@ -1,9 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: aiinfra.fabric contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The kernel keyring side of TLS keys: what /proc/keys shows, and which TLS PSK derivation
-the installed nvme-cli would use to insert a key (tls/derive.py computes it; the key goes in
-through tls/kernel_keys.py, never on a command line).
+"""The kernel keyring side of TLS keys: what /proc/keys shows, which keys a keyring links
+(``keyctl rlist``), and which TLS PSK derivation the installed nvme-cli would use to insert a
+key (tls/derive.py computes it; the key goes in through tls/kernel_keys.py, never on a command
+line).
 
 nvme-cli 2.x inserts with ``nvme check-tls-key --insert``; 3.0 moved that to
 ``nvme keys insert-tls-psk`` (its check-tls-key no longer inserts). Which one exists, and
@@ -19,18 +20,16 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.derive import C
 PROC_KEYS = "/proc/keys"
 
 
-def parse_proc_keys(text):
-    """{(type, description): serial} for the keys /proc/keys shows the caller.
+def proc_key_entries(text):
+    """The keys /proc/keys shows the caller, in its order: dicts of serial, flags, type, description.
 
     A line: ``<serial hex> <flags> <usage> <expiry> <perm> <uid> <gid> <type> <description>: <summary>``.
-    A key replaced by nvme-cli or this collection is revoked first and stays listed (flag R)
-    until the kernel collects it, beside its successor of the same description: revoked, dead
-    and negative keys are skipped.
+    Every key is listed, revoked ones too: :func:`usable` tells which count.
     """
-    result = {}
+    result = []
     for line in (text or "").splitlines():
         fields = line.split(None, 8)
-        if len(fields) < 9 or set(fields[1]) & set("RDNi"):
+        if len(fields) < 9:
             continue
         rest = fields[8]
         description = rest.rsplit(": ", 1)[0] if ": " in rest else rest
@@ -38,18 +37,50 @@ def parse_proc_keys(text):
             serial = int(fields[0], 16)
         except ValueError:
             continue
-        result[(fields[7], description)] = serial
+        result.append({"serial": serial, "flags": fields[1], "type": fields[7], "description": description})
     return result
 
 
-def loaded_identities(proc_keys_text):
-    """{identity: serial} of the TLS PSKs (key type psk) in the caller's view."""
-    return dict((desc, serial) for (ktype, desc), serial in parse_proc_keys(proc_keys_text).items()
-                if ktype == "psk")
+def usable(flags):
+    """Whether a key with these /proc/keys flags (``I--Q---``) can be found and used: instantiated,
+    and not revoked (R), dead (D), negative (N) or invalidated (i).
+
+    A key replaced by nvme-cli or this collection is revoked first and stays listed (flag R)
+    until the kernel collects it, beside its successor of the same description."""
+    return flags.startswith("I") and not set("RDNi") & set(flags)
+
+
+def parse_proc_keys(text):
+    """{(type, description): serial} for the usable keys /proc/keys shows the caller: a revoked,
+    dead or negative key listed beside its successor of the same description is skipped."""
+    return dict(((e["type"], e["description"]), e["serial"]) for e in proc_key_entries(text)
+                if usable(e["flags"]))
+
+
+def loaded_identities(proc_keys_text, members=None):
+    """{identity: serial} of the usable TLS PSKs (key type psk) in the caller's view; with
+    ``members`` (the serials a keyring links, :func:`parse_rlist`) only those the keyring holds.
+
+    /proc/keys alone also lists a key that is in no keyring any more but still referenced (a
+    live TLS session holds it), which nvme-cli and the kernel's lookup no longer find."""
+    return dict((e["description"], e["serial"]) for e in proc_key_entries(proc_keys_text)
+                if e["type"] == "psk" and usable(e["flags"]) and (members is None or e["serial"] in members))
 
 
 def keyring_serial(proc_keys_text, name):
-    return parse_proc_keys(proc_keys_text).get(("keyring", name))
+    for entry in proc_key_entries(proc_keys_text):
+        if entry["type"] == "keyring" and entry["description"] == name and usable(entry["flags"]):
+            return entry["serial"]
+    return None
+
+
+def rlist_argv(keyctl, ring):
+    """``keyctl rlist``: the serials a keyring links, in decimal, blank-separated."""
+    return [keyctl, "rlist", str(ring)]
+
+
+def parse_rlist(text):
+    return set(int(word) for word in (text or "").split() if word.lstrip("-").isdigit())
 
 
 def parse_serial(text):

@@ -21,7 +21,7 @@ import sys
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.derive import tls_psk
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.kernel_keys import KernelKeyError, KernelKeys
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.keyring import (
-    PROC_KEYS, insert_derivation, keyring_id, keyring_serial, loaded_identities,
+    PROC_KEYS, insert_derivation, keyring_id, loaded_identities, parse_rlist, rlist_argv,
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.psk import PskError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.store import DEFAULT_STORE, parse_store
@@ -53,8 +53,23 @@ class KeyLoader(object):
         except (IOError, OSError):
             return ""
 
-    def loaded(self):
-        return loaded_identities(self.read_proc_keys())
+    def loaded(self, keyring):
+        """{identity: serial} of the TLS PSKs the keyring links now (empty while the keyring
+        does not exist); KeyringError when its list cannot be read."""
+        return self._linked(keyring)[1]
+
+    def _linked(self, keyring):
+        # Read only: no modprobe here, so check mode and state=absent load no kernel module.
+        text = self.read_proc_keys()
+        ring = keyring_id(text, keyring)
+        if ring is None:
+            return None, {}
+        argv = rlist_argv(self.keyctl, ring)
+        rc, out, err = self.run(argv)
+        if rc != 0:
+            raise KeyringError("cannot list the keys of keyring %s (%s failed, rc=%s): %s" % (
+                keyring, " ".join(argv), rc, (err or out or "").strip()))
+        return ring, loaded_identities(text, parse_rlist(out))
 
     def derivation(self):
         """How the installed nvme-cli derives the TLS PSK it inserts (tls/derive.py), read
@@ -99,13 +114,11 @@ class KeyLoader(object):
             raise KeyringError("inserting the TLS PSK of identity %r into keyring %s: %s" % (ident, keyring, exc))
 
     def unlink(self, keyring, ident):
-        text = self.read_proc_keys()
-        serial = loaded_identities(text).get(ident)
-        ring = keyring_serial(text, keyring)
+        """Unlink the key of this identity from the keyring, if the keyring links one."""
+        ring, linked = self._linked(keyring)
+        serial = linked.get(ident)
         if serial is None:
             return
-        if ring is None:
-            raise KeyringError("keyring %s is not in /proc/keys; cannot unlink %r" % (keyring, ident))
         rc, out, err = self.run([self.keyctl, "unlink", str(serial), str(ring)])
         if rc != 0:
             raise KeyringError("keyctl unlink of %r failed (rc=%s): %s" % (ident, rc, (err or out).strip()))

@@ -4,12 +4,18 @@
 """The collection's TLS key store: one JSON file (mode 0600, directory 0700) that lists the
 configured PSKs of this host, read at boot to fill the kernel keyring again.
 
-    {"keyring": ".nvme", "keys": [{"hostnqn": ..., "subsysnqn": ..., "psk": ...}, ...]}
+    {"keyring": ".nvme", "keys": [{"hostnqn": ..., "subsysnqn": ..., "psk": ...}, ...],
+     "revoked": ["NVMe0R01 <hostnqn> <subsysnqn>", ...]}
+
+The store records what the module put into the keyring, and is written after the keyring
+changed, as it then is: ``revoked`` (only while not empty) lists identities that are no longer
+wanted but whose unlink failed, so that the next run (or state=absent) still unlinks them.
 """
 
 from __future__ import annotations
 
 import json
+import re
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.psk import (
     PskError, check_nqn, identity, parse_psk,
@@ -17,6 +23,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.psk import (
 
 DEFAULT_STORE = "/etc/nvme/aiinfra-fabric/tls-keys.json"
 DEFAULT_KEYRING = ".nvme"
+_IDENTITY_RE = re.compile(r"^NVMe[0-9]R0[12] (\S+) (\S+)$")
 
 
 def normalize_keys(keys, where="keys"):
@@ -41,22 +48,41 @@ def normalize_keys(keys, where="keys"):
     return sorted(result, key=lambda k: (k["hostnqn"], k["subsysnqn"]))
 
 
-def parse_store(text, path=DEFAULT_STORE):
-    """(keyring, keys) from the store's text; (None, []) for a missing file."""
+def read_store(text, path=DEFAULT_STORE):
+    """The store as the module plans with it: whether it exists, its keyring, its keys and
+    the identities it lists as ``revoked`` (no longer wanted, still to unlink: an unlink that
+    failed; no PSK is kept for them and the boot loader never loads them)."""
     if text is None:
-        return None, []
+        return {"exists": False, "keyring": None, "keys": [], "revoked": []}
     try:
         doc = json.loads(text)
     except ValueError as exc:
         raise PskError("%s is not JSON (%s): fix or remove it" % (path, exc))
-    if not isinstance(doc, dict) or not isinstance(doc.get("keys"), list):
+    if not isinstance(doc, dict) or not isinstance(doc.get("keys"), list) \
+            or not isinstance(doc.get("revoked", []), list):
         raise PskError("%s has no 'keys' list: it was not written by aiinfra.fabric; move it away" % path)
-    return doc.get("keyring") or DEFAULT_KEYRING, normalize_keys(doc["keys"], path + ": keys")
+    revoked = []
+    for index, ident in enumerate(doc.get("revoked", [])):
+        match = _IDENTITY_RE.match(ident) if isinstance(ident, str) else None
+        if not match:
+            raise PskError("%s: revoked[%d] is not a TLS PSK identity (NVMe0R01 <hostnqn> <subsysnqn>)"
+                           % (path, index))
+        revoked.append({"hostnqn": match.group(1), "subsysnqn": match.group(2), "identity": ident})
+    return {"exists": True, "keyring": doc.get("keyring") or DEFAULT_KEYRING,
+            "keys": normalize_keys(doc["keys"], path + ": keys"), "revoked": revoked}
 
 
-def dump_store(keyring, keys):
+def parse_store(text, path=DEFAULT_STORE):
+    """(keyring, keys) from the store's text, what the boot loader loads; (None, []) for a missing file."""
+    store = read_store(text, path)
+    return store["keyring"], store["keys"]
+
+
+def dump_store(keyring, keys, revoked=()):
     doc = {"keyring": keyring,
            "keys": [{"hostnqn": k["hostnqn"], "subsysnqn": k["subsysnqn"], "psk": k["psk"]} for k in keys]}
+    if revoked:
+        doc["revoked"] = sorted(k["identity"] for k in revoked)
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
@@ -66,17 +92,57 @@ def public(keys, loaded):
              "loaded": k["identity"] in loaded} for k in keys]
 
 
-def plan_keys(stored, desired, loaded, state):
-    """What to do, as data: ``insert`` (identities to (re)load: missing from the keyring, or
-    whose PSK changed - a rotation), ``unlink`` (identities this store put there that are no
-    longer wanted), and whether the store file changes."""
-    stored_by_id = dict((k["identity"], k) for k in stored)
+def plan_keys(store, desired, loaded, state, keyring=DEFAULT_KEYRING):
+    """What to do, as data, planned against ``loaded`` (what the keyring links now, not what
+    the store says): ``insert`` (identities to (re)load: missing from the keyring, or whose PSK
+    the store does not record as the one loaded - a rotation, or one whose insert failed),
+    ``unlink`` (identities this store put into the keyring, or lists as revoked, that are not
+    wanted and that the keyring still holds), and what happens to the store file once they
+    are done (``store``: "write", "remove" or None)."""
     if state == "absent":
-        return {"insert": [], "unlink": sorted(i for i in stored_by_id if i in loaded),
-                "store": "remove" if stored else None}
-    desired_ids = set(k["identity"] for k in desired)
+        desired = []
+    stored_psk = dict((k["identity"], k["psk"]) for k in store["keys"])
     insert = [k["identity"] for k in desired
-              if k["identity"] not in loaded or stored_by_id.get(k["identity"], {}).get("psk") != k["psk"]]
-    unlink = sorted(i for i in stored_by_id if i not in desired_ids and i in loaded)
-    same = ([(k["identity"], k["psk"]) for k in stored] == [(k["identity"], k["psk"]) for k in desired])
-    return {"insert": insert, "unlink": unlink, "store": None if same else "write"}
+              if k["identity"] not in loaded or stored_psk.get(k["identity"]) != k["psk"]]
+    wanted = set(k["identity"] for k in desired)
+    unlink = sorted(i for i in _ours(store) if i not in wanted and i in loaded)
+    keys, revoked = settle(store, desired, loaded, insert, unlink)
+    return {"insert": insert, "unlink": unlink, "store": store_change(store, keys, revoked, keyring, state)}
+
+
+def _ours(store):
+    return set(k["identity"] for k in store["keys"] + store["revoked"])
+
+
+def settle(store, desired, loaded, inserted, unlinked):
+    """What the store must say once the keyring operations ran: (keys, revoked), from what the
+    keyring held before (``loaded``) and the identities whose insert or unlink succeeded.
+
+    A key whose insert failed keeps its stored entry (the keyring holds that PSK, or none); an
+    identity of this store that the keyring still holds and that is not a kept key is revoked:
+    the next run unlinks it, and the boot loader does not load it."""
+    stored_by_id = dict((k["identity"], k) for k in store["keys"])
+    keys = []
+    for key in desired:
+        ident = key["identity"]
+        if ident in inserted or (ident in loaded and ident not in unlinked
+                                 and stored_by_id.get(ident, {}).get("psk") == key["psk"]):
+            keys.append(key)
+        elif ident in stored_by_id:
+            keys.append(stored_by_id[ident])
+    held = (set(loaded) - set(unlinked)) | set(inserted)
+    kept = set(k["identity"] for k in keys)
+    by_id = dict((k["identity"], k) for k in store["revoked"] + store["keys"] + desired)
+    revoked = [{"hostnqn": by_id[i]["hostnqn"], "subsysnqn": by_id[i]["subsysnqn"], "identity": i}
+               for i in sorted(((_ours(store) | set(inserted)) & held) - kept)]
+    return keys, revoked
+
+
+def store_change(store, keys, revoked, keyring, state):
+    """"write", "remove" or None: the store file that records ``keys`` and ``revoked``."""
+    if not keys and not revoked and (state == "absent" or not store["exists"]):
+        return "remove" if state == "absent" and store["exists"] else None
+    same = (store["exists"] and store["keyring"] == keyring
+            and [(k["identity"], k["psk"]) for k in store["keys"]] == [(k["identity"], k["psk"]) for k in keys]
+            and sorted(k["identity"] for k in store["revoked"]) == sorted(k["identity"] for k in revoked))
+    return None if same else "write"

@@ -10,8 +10,8 @@
 # hundreds of files). One item per line:
 #   configfs | no-configfs      whether configfs has the target (nvmet loaded)
 #   nvmet-dump BASE64           the whole nvmet tree, its namespaces' files (inode and size),
-#                               the loaded nvmet modules and the save
-#                               file's sha256 as "nvmet-..." lines, gzip'd, for the no-change
+#                               the loaded nvmet modules and the save file's sha256 and
+#                               mode as "nvmet-..." lines, gzip'd, for the no-change
 #                               check that runs on the controller (module_utils/nvmet/
 #                               snapshot.py). One line whatever the size: the role's later
 #                               tasks scan the probe's lines often, 20,000 of them for 512
@@ -72,7 +72,10 @@ nvmet_lines() {
   for d in "$m"/nvmet "$m"/nvmet_* "$m"/nvme_loop; do
     [ -d "$d" ] && echo "nvmet-module ${d##*/}"
   done
-  if [ "$save" != - ] && [ -f "$save" ]; then s=$(sha256sum < "$save") && echo "nvmet-save ${s%% *}"; fi
+  # The save file holds the keys in clear: its mode counts as much as its text.
+  if [ "$save" != - ] && [ -f "$save" ]; then
+    s=$(sha256sum < "$save") && m=$(find -H "$save" -maxdepth 0 -printf '%m') && echo "nvmet-save ${s%% *} $m"
+  fi
 }
 if [ -d "$nvmet" ]; then
   echo configfs

@@ -142,6 +142,22 @@ def test_a_save_file_missing_or_different_is_pending(root, files, tmp_path):
         "pending": True, "why": "%s differs from configfs" % save}
 
 
+def test_a_save_file_with_a_wider_mode_is_pending_and_rewritten(root, files, tmp_path):
+    # The save file holds the hosts' keys in clear: the same text under 0644 still needs the module.
+    save = str(tmp_path / "config.json")
+    doc = document(files, key=make_key())
+    converge(root, doc, save=save)
+    os.chmod(save, 0o644)
+    assert any(line.startswith("nvmet-save ") and line.endswith(" 644") for line in unpacked(probe(root, save)))
+    assert target_pending(doc, probe(root, save), purge="listed", save_file=save) == {
+        "pending": True, "why": "%s has mode 0644, not 0600 (it holds the hosts' keys)" % save}
+    assert savefile.save_to_file(EmulatedTree(root), save, check=True) == "would write"
+    assert os.stat(save).st_mode & 0o777 == 0o644
+    assert savefile.save_to_file(EmulatedTree(root), save) == "written"
+    assert os.stat(save).st_mode & 0o777 == 0o600
+    assert target_pending(doc, probe(root, save), purge="listed", save_file=save)["pending"] is False
+
+
 def test_a_transport_module_not_loaded_or_no_configfs_is_pending(root, files):
     doc = document(files)
     converge(root, doc)

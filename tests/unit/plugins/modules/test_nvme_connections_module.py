@@ -95,6 +95,17 @@ class FakeCli(object):
                                    traddr=values["traddr"], trsvcid=values["trsvcid"], host_traddr=None,
                                    host_iface=None, hostnqn=values["hostnqn"], hostid=values["hostid"]))
 
+    @staticmethod
+    def kernel_connect(values, *a, **kw):
+        """FAKE connect_run.connect_through_kernel: a connect with secrets is written to
+        /dev/nvme-fabrics (never nvme-cli's argv); it adds a live controller as connect does."""
+        name = "nvme%d" % len(FakeCli.calls)
+        FakeCli.calls.append(("kernel connect", values["nqn"], values["traddr"]))
+        FakeSysfs.live.append(dict(name=name, state="live", transport=values["transport"], subsysnqn=values["nqn"],
+                                   traddr=values["traddr"], trsvcid=values["trsvcid"], host_traddr=None,
+                                   host_iface=None, hostnqn=values["hostnqn"], hostid=values["hostid"]))
+        return name
+
     def disconnect(self, name):
         FakeCli.calls.append(("disconnect", name))
         FakeSysfs.live[:] = [c for c in FakeSysfs.live if c["name"] != name]
@@ -142,6 +153,7 @@ def run(monkeypatch, tmp_path, args, check_mode=False):
     monkeypatch.setattr(nvme_connections, "FabricsSysfs", FakeSysfs)
     monkeypatch.setattr(nvme_connections, "NvmeCli", FakeCli)
     monkeypatch.setattr(nvme_connections, "MultipathSysfs", FakeMultipath)
+    monkeypatch.setattr(connect_run, "connect_through_kernel", FakeCli.kernel_connect)
     monkeypatch.setattr(connect_run, "CONFIG_JSON", str(tmp_path / "config.json"))
     monkeypatch.setattr(connect_run, "NVME_ETC", str(tmp_path))
     monkeypatch.setattr(connect_run, "host_identity", lambda *a: host_identity(*a, etc=str(tmp_path)))
