@@ -35,11 +35,13 @@ applies only to the tables that match.
 
 from __future__ import annotations
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.errors import MpiError
+
 EXPECT_KEYS = ("sums_match", "all_ranks", "min_bandwidth", "max_latency", "reference")
 TABLE_KINDS = ("latency", "bandwidth", "bibandwidth", "message_rate", "collective", "unknown")
 
 
-class ExpectError(ValueError):
+class ExpectError(MpiError):
     """The expect parameter itself is malformed (raised before the job runs)."""
 
 

@@ -24,6 +24,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import expect as mpi_expect
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import sbatch
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.parsers import PARSE_KINDS
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.errors import MpiError
 
 HOSTFILE_PLACEHOLDER = "@HOSTFILE@"
 LAUNCHERS = ("mpirun", "srun", "sbatch")
@@ -31,7 +32,7 @@ LAUNCHERS = ("mpirun", "srun", "sbatch")
 SRUN_DISTRIBUTION = {"node": "cyclic", "slot": "block", "core": "block"}
 
 
-class MpiJobError(ValueError):
+class MpiJobError(MpiError):
     """Bad input for a job: nothing was launched."""
 
 

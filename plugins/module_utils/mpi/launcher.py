@@ -45,6 +45,8 @@ import re
 import socket
 import tempfile
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.errors import MpiError
+
 OPENMPI = "openmpi"
 MPICH = "mpich"
 INTELMPI = "intelmpi"
@@ -62,7 +64,7 @@ _MCA_NAME = re.compile(r"^[A-Za-z0-9_]+$")
 _HOST_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 
-class LauncherError(ValueError):
+class LauncherError(MpiError):
     """Bad input for a launcher command line; the message names parameter and value."""
 
 

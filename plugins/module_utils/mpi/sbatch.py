@@ -53,6 +53,7 @@ import time
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.launcher import slurm_task_options
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import runner
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.errors import MpiError
 
 BATCH_OUTPUT_DIR = "/tmp"
 # Stands for the job's private output directory in a plan until run_batch makes it.
@@ -69,7 +70,7 @@ _PARTITION = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _FIELD = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_:/]*)=(.*?)(?=\s+[A-Za-z][A-Za-z0-9_:/]*=|\s*$)")
 
 
-class BatchError(ValueError):
+class BatchError(MpiError):
     """Bad input for a batch job, or a Slurm command that failed; nothing is left running."""
 
 

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import gates as G
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl.command import NcclTestsError, size_to_bytes
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl.errors import NcclError
 
 SCOPES = ("single_node", "multi_node")
 PASS, BELOW, NOT_COMPARED = "pass", "below", "not_compared"
 _SCOPE_WORDS = {"single_node": "single-node", "multi_node": "multi-node"}
 
 
-class CatalogError(ValueError):
+class CatalogError(NcclError):
     """The catalog (or an override) is malformed; the message names the entry and the field."""
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl.errors import NcclError
+
 TESTS = (
     "all_reduce", "all_gather", "broadcast", "reduce", "reduce_scatter",
     "alltoall", "gather", "scatter", "sendrecv", "hypercube",
@@ -15,7 +17,7 @@ TESTS = (
 OPS = ("sum", "prod", "min", "max", "avg", "mulsum", "all")
 
 
-class NcclTestsError(ValueError):
+class NcclTestsError(NcclError):
     """Bad input; the message names the parameter and the value."""
 
 

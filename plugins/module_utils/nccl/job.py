@@ -28,13 +28,14 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import command
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import gates as G
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import parse as NP
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import transport as T
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl.errors import NcclError
 
 HOSTFILE = "<hostfile>"
 JSON_REPORT = "<json-report>"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-class NcclJobError(ValueError):
+class NcclJobError(NcclError):
     """Bad input or an unusable host; the message says what and what to do."""
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl.parse import strip_launcher_prefix
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl.errors import NcclError
 
 _LINE = re.compile(r"(?P<host>[^\s:\[\]]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL (?P<level>INFO|WARN) "
                    r"(?P<msg>.*?)\s*$")
@@ -42,7 +43,7 @@ NETWORKS = ("ib", "socket")
 REQUIRE_KEYS = ("network", "gdr", "nvls", "all_ranks", "min_nics")
 
 
-class TransportError(ValueError):
+class TransportError(NcclError):
     """A requirement or environment that cannot work; the message says what to change."""
 
 

@@ -30,8 +30,10 @@ The rules:
 
 from __future__ import annotations
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep.errors import SweepError
 
-class BisectionError(ValueError):
+
+class BisectionError(SweepError):
     """Bad input or a result recorded for a test that was not asked for."""
 
 

@@ -36,9 +36,10 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import measur
 from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import bisect as B
 from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import plan as P
 from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import rank as RK
+from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep.errors import SweepError
 
 
-class SweepRunError(ValueError):
+class SweepRunError(SweepError):
     """A job of the sweep cannot be planned (bad input): nothing was run."""
 
 

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep.errors import SweepError
+
 _TRAILING_NUMBER = re.compile(r"^(.*?)(\d+)$")
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 
-class HostlistError(ValueError):
+class HostlistError(SweepError):
     """A name or expression Slurm would not take."""
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl.command import (
     NcclTestsError, build_test_args, size_to_bytes)
+from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep.errors import SweepError
 
 PARSERS = ("osu", "nccl")
 OSU_TABLES = ("latency", "bandwidth", "bibandwidth", "collective", "message_rate")
@@ -37,7 +38,7 @@ _DEFAULT_METRIC = {"latency": "latency_us", "collective": "latency_us", "bandwid
                    "bibandwidth": "bandwidth_mbs", "message_rate": "messages_per_s"}
 
 
-class MeasureError(ValueError):
+class MeasureError(SweepError):
     """A test spec that cannot work; the message names the parameter and the value."""
 
 

@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep.errors import SweepError
+
 # Slurm node names and host names/addresses as launchers take them.
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 
-class SweepPlanError(ValueError):
+class SweepPlanError(SweepError):
     """Bad input for a sweep; the message names the parameter and the value."""
 
 

@@ -46,12 +46,13 @@ and as sentences; ``group_wide`` says more than half the nodes are suspects, and
 from __future__ import annotations
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import hostlist as H
+from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep.errors import SweepError
 
 HIGHER = "higher"
 LOWER = "lower"
 
 
-class RankError(ValueError):
+class RankError(SweepError):
     """Bad measurements or settings."""
 
 
