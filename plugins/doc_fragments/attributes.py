@@ -59,19 +59,22 @@ attributes:
     support: none
 """
 
-    # Modules that run a job (mpirun, nccl-tests): not idempotent by nature.
+    # Modules that run a job (mpi_run, nccl_test, fabric_sweep): a job measures and changes
+    # nothing on the hosts, so they report changed=false, also in check mode.
     JOB_MODULE = r"""
 options: {}
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
     support: partial
-    details: In check mode the job is not run; the module returns the command it would run.
+    details: In check mode the job is not run; the module validates the input and returns the command it would run.
   diff_mode:
     description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
+    details: A job changes no configuration, so there is no diff.
   idempotent:
     description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
-    support: none
-    details: Running a job is an action, not a state. Use O(creates)/O(removes) to guard a run.
+    support: full
+    details:
+      - Running a job changes nothing on the hosts, so every run reports C(changed=false); each run measures again.
 """

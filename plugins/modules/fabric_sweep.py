@@ -23,10 +23,11 @@ description:
     single node with a known-good partner. O(bisect_when_low=true) does the same after a
     pairwise or reference sweep (one whole-group test when the group is fine).
   - Jobs are launched with the collection's MPI launcher code (the same as
-    M(aiinfra.fabric.mpi_run)) - C(mpirun) with a private hostfile per job, or C(srun) with a
-    node list - and stopped on every host after O(timeout).
-  - The module measures and changes nothing on the nodes (C(changed=false)). It never drains
-    a node; RV(drain_command) is the command for whoever decides to.
+    M(aiinfra.fabric.mpi_run) and M(aiinfra.fabric.nccl_test), with the same launcher options under the same
+    names) - C(mpirun) with a private hostfile per job, or C(srun) with a node list - and stopped on every host
+    after O(timeout).
+  - The module measures and changes nothing on the nodes (C(changed=false), after a sweep and in check mode, as in
+    every job module). It never drains a node; RV(drain_command) is the command for whoever decides to.
   - When more than half the nodes are low (RV(verdict=group_wide)) the fault is something they share - a
     switch, the fabric, a firmware roll-out, or an expectation that does not fit - and RV(exclude) and
     RV(drain_command) stay empty; RV(verdict_reason) says why and names the likely cause.
@@ -34,18 +35,14 @@ author:
   - aiinfra.fabric developers (@aiinfra)
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
+  - aiinfra.fabric.attributes.job_module
+  - aiinfra.fabric.launcher
+  - aiinfra.fabric.launcher.extra_args_alias
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: In check mode nothing runs; the module validates the input and returns the rounds and the first commands.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
-  idempotent:
-    description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
-    support: full
-    details: It measures; nothing changes on the nodes.
 options:
   nodes:
     description:
@@ -126,46 +123,17 @@ options:
     type: bool
     default: true
   launcher:
-    description: C(mpirun) or C(srun).
+    description: C(mpirun) (O(mpirun_path)) or C(srun) (O(srun_path)).
     type: str
     choices: [mpirun, srun]
     default: mpirun
-  mpirun:
-    description: The mpirun command or path.
-    type: str
-    default: mpirun
-  srun:
-    description: The srun command or path.
-    type: str
-    default: srun
-  srun_mpi:
-    description: srun C(--mpi) plugin (e.g. C(pmix)).
-    type: str
-  implementation:
-    description: Which MPI O(mpirun) is; C(auto) asks C(mpirun --version).
-    type: str
-    choices: [auto, openmpi, mpich, intelmpi]
-    default: auto
   mca:
     description:
-      - Open MPI MCA parameters for every job (as in M(aiinfra.fabric.mpi_run)).
+      - Open MPI MCA parameters for every job, passed to mpirun as C(--mca NAME VALUE) (sorted by name).
       - With O(launcher=srun) they reach the ranks as C(OMPI_MCA_<name>) variables in srun's environment
-        (which srun passes on), as does O(env).
+        (which srun passes on), as does O(environment).
     type: dict
     default: {}
-  env:
-    description: Environment variables for the ranks (as in M(aiinfra.fabric.mpi_run)).
-    type: dict
-    default: {}
-  allow_run_as_root:
-    description: Pass C(--allow-run-as-root) to Open MPI's mpirun.
-    type: bool
-    default: false
-  extra_args:
-    description: Further launcher arguments for every job.
-    type: list
-    elements: str
-    default: []
   chdir:
     description: Working directory of the jobs.
     type: path
@@ -220,6 +188,29 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+changed:
+  description: Always false - a sweep measures and changes nothing on the nodes (the same in every job module).
+  returned: always
+  type: bool
+  sample: false
+ran:
+  description: Whether the sweep's jobs ran (false in check mode and when the input was refused).
+  returned: always
+  type: bool
+launcher:
+  description: How the jobs were started (mpirun or srun), as asked.
+  returned: always
+  type: str
+launched_from:
+  description: The launching host's name.
+  returned: always
+  type: str
+implementation:
+  description: With O(launcher=mpirun), the MPI O(mpirun_path) is (C(implementation), C(version), C(banner)); null
+    otherwise.
+  returned: always
+  type: dict
+  sample: {implementation: openmpi, version: 4.1.4, banner: "mpirun (Open MPI) 4.1.4"}
 mode:
   description: The mode that ran.
   returned: always
@@ -245,7 +236,10 @@ pairs:
   type: list
   elements: dict
 jobs:
-  description: Every job of the rounds, per round and pair - command, rc, duration, error.
+  description:
+    - Every job of the rounds, per round and pair - C(tests), C(argv) (list) and C(command) (string, the hostfile
+      reads C(<hostfile>)) as every job module returns them, C(rc), C(duration), C(timed_out), C(cancelled),
+      C(error) and, for a failed job, C(output_tail).
   returned: when a sweep ran
   type: list
   elements: dict
@@ -360,6 +354,8 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import job_result as JR
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launch_options
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher as L
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import catalog as C
 from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import execute as X
@@ -368,11 +364,13 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import measur
 from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import plan as P
 from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import rank as R
 from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import report as V
-from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep.hostlist import HostlistError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep.errors import SweepError
+
+LAUNCHERS = ["mpirun", "srun"]
 
 
 def argument_spec():
-    return dict(
+    spec = dict(
         nodes=dict(type="list", elements="raw", required=True),
         references=dict(type="list", elements="raw", default=[]),
         mode=dict(type="str", choices=["pairwise", "reference", "bisect"], default="pairwise"),
@@ -385,19 +383,11 @@ def argument_spec():
         retest_low=dict(type="int", default=1),
         slots_per_node=dict(type="int", default=1),
         parallel=dict(type="bool", default=True),
-        launcher=dict(type="str", choices=["mpirun", "srun"], default="mpirun"),
-        mpirun=dict(type="str", default="mpirun"),
-        srun=dict(type="str", default="srun"),
-        srun_mpi=dict(type="str"),
-        implementation=dict(type="str", choices=["auto", "openmpi", "mpich", "intelmpi"], default="auto"),
-        mca=dict(type="dict", default={}),
-        env=dict(type="dict", default={}),
-        allow_run_as_root=dict(type="bool", default=False),
-        extra_args=dict(type="list", elements="str", default=[]),
         chdir=dict(type="path"),
-        timeout=dict(type="int", default=300),
         drain_reason=dict(type="str", default="fabric_sweep found this node slow"),
     )
+    spec.update(launch_options.launcher_argument_spec(LAUNCHERS, "mpirun", timeout=300))
+    return spec
 
 
 def _validate(p):
@@ -444,47 +434,38 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     p = module.params
     here = socket.gethostname()
-    result = dict(changed=False, mode=p["mode"], rounds=[], commands=[], pairs=[], jobs=[], suspects=[],
-                  link_suspects=[], exclude="", exclude_option="", drain_command=[], group_wide=False, lines=[],
-                  launched_from=here)
+    # The job modules' shared keys, less the one command (a sweep runs many: commands, jobs[].argv/command).
+    result = dict((k, v) for k, v in JR.job_result(p["launcher"], here).items() if k not in ("argv", "command", "cmd"))
+    result.update(mode=p["mode"], rounds=[], commands=[], pairs=[], jobs=[], suspects=[], link_suspects=[],
+                  exclude="", exclude_option="", drain_command=[], group_wide=False, lines=[])
     try:
         nodes, references, tests, rounds, group_test = _validate(p)
-    except (P.SweepPlanError, M.MeasureError) as exc:
-        module.fail_json(msg=str(exc), **result)
     except C.CatalogError as exc:
         module.fail_json(msg="expectations: %s" % exc, **result)
+    except SweepError as exc:
+        module.fail_json(msg=str(exc), **result)
     names = [n["name"] for n in nodes]
     # srun takes Slurm's node names; mpirun the addresses (fabric names) of the nodes.
     address_of = dict((n["name"], n["name"] if p["launcher"] == "srun" else n["address"]) for n in nodes + references)
     result["rounds"] = [{"round": i, "pairs": [list(pair) for pair in pairs], "byes": bye}
                         for i, (pairs, bye) in enumerate(zip(rounds, P.byes(rounds, names)), 1)]
 
-    implementation = None
-    launcher_path = p["mpirun"] if p["launcher"] == "mpirun" else p["srun"]
-    found = module.get_bin_path(launcher_path, required=False) if "/" not in launcher_path else launcher_path
-    if not found or not os.access(found, os.X_OK):
-        module.fail_json(msg="%s %r was not found on %s" % (p["launcher"], launcher_path, here), **result)
-    if p["launcher"] == "mpirun":
-        if p["implementation"] == "auto":
-            try:
-                implementation = L.detect_implementation(
-                    lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C"}), found)["implementation"]
-            except L.LauncherError as exc:
-                module.fail_json(msg=str(exc), **result)
-        else:
-            implementation = p["implementation"]
-    base = {"launcher": p["launcher"], "mpirun": found if p["launcher"] == "mpirun" else "mpirun",
-            "srun": found if p["launcher"] == "srun" else "srun", "srun_mpi": p["srun_mpi"], "mca": p["mca"],
-            "env": p["env"], "allow_run_as_root": p["allow_run_as_root"], "extra_args": p["extra_args"],
-            "chdir": p["chdir"], "timeout": p["timeout"]}
+    def which(name):
+        return module.get_bin_path(name, required=False)
 
-    def find_program(program):
-        if "/" not in program:
-            return module.get_bin_path(program, required=False)
-        path = program if os.path.isabs(program) else os.path.join(p["chdir"] or os.getcwd(), program)
-        return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
+    try:
+        launch = L.resolve_launcher(p["launcher"], p, which,
+                                    lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C"}), here)
+    except L.LauncherError as exc:
+        module.fail_json(msg=str(exc), **result)
+    result["implementation"] = launch["implementation"]
+    implementation = launch["implementation"]["implementation"] if launch["implementation"] else None
+    base = dict((name, p[name]) for name in launch_options.LAUNCHER_OPTIONS)
+    base.update(("%s_path" % tool, path) for tool, path in launch["paths"].items())
+    base.update(launcher=p["launcher"], chdir=p["chdir"], timeout=p["timeout"])
 
-    executor = X.Executor(base, implementation, os.cpu_count() or 1, L.host_resolves, find_program,
+    executor = X.Executor(base, implementation, os.cpu_count() or 1, L.host_resolves,
+                          lambda program: L.find_executable(program, which, p["chdir"]),
                           slots_per_node=p["slots_per_node"], timeout=p["timeout"], hostfile_dir=module.tmpdir)
     # Plan the first jobs now: a bad program, host or launcher option fails before anything runs.
     try:
@@ -496,7 +477,7 @@ def main():
         for name in names + [r["name"] for r in references]:
             if not L.host_resolves(address_of[name]):
                 raise X.SweepRunError("%s's address %s does not resolve on %s" % (name, address_of[name], here))
-    except X.SweepRunError as exc:
+    except SweepError as exc:
         module.fail_json(msg=str(exc), **result)
     if module.check_mode:
         result["lines"] = ["check mode: %d rounds planned, nothing run" % len(rounds)]
@@ -505,6 +486,7 @@ def main():
     ranking = None
     bisection = None
     notes = {}
+    result["ran"] = True
     try:
         if rounds:
             measurements, records = X.pairwise(rounds, address_of, tests, executor, p["parallel"])
@@ -526,7 +508,7 @@ def main():
                                     p["parallel"])
             result["bisection"] = bisection
         summary = V.verdict(ranking, bisection, p["drain_reason"], notes)
-    except (X.SweepRunError, R.RankError, HostlistError) as exc:
+    except SweepError as exc:
         module.fail_json(msg=str(exc), **result)
     for key in ("verdict", "verdict_reason", "group_wide", "cannot_judge", "exclude", "exclude_option",
                 "drain_command", "suspect_nodes"):

@@ -14,6 +14,11 @@ description:
     and parses the JSON into read/write IOPS, bandwidth and latency percentiles per job.
   - Fails when fio fails or any job reports an error (for example a C(verify) mismatch),
     unless O(fail_on_job_error=false).
+  - Reports C(changed) when the job changes what is on the target, the same rule as the collection's other job
+    modules (a job that only measures reports C(changed=false)) - true for a write or trim pattern of O(rw), a
+    O(job_file), O(extra_args) that set C(rw), C(readwrite), C(fill_device) or C(fill_fs), and a read job on a
+    file that is not there yet (fio creates it); false for a C(read)/C(randread) job on an existing file or
+    device. Check mode predicts the same value.
 options:
   filename:
     description: File or block device the job runs on. Required unless O(job_file) is given.
@@ -103,13 +108,14 @@ attributes:
   check_mode:
     description: Can run in check mode.
     support: partial
-    details: In check mode fio is not run; the module returns the command it would run and reports no change.
+    details: In check mode fio is not run; the module returns the command it would run and predicts C(changed).
   diff_mode:
     description: Running a job changes no configuration, so there is no diff.
     support: none
   idempotent:
-    description: Running a benchmark is an action, not a state; every run writes data and reports changed.
-    support: none
+    description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
+    support: partial
+    details: A read-only job on an existing target reports no change; a job that writes changes the data on every run.
 requirements:
   - fio 3.x on the managed node.
 author:
@@ -133,8 +139,20 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+changed:
+  description: Whether the job changes what is on the target (see the description); predicted in check mode.
+  returned: always
+  type: bool
+argv:
+  description: The fio command line as a list, the key and type every job module uses for it.
+  returned: always
+  type: list
+  elements: str
 command:
-  description: The fio command line.
+  description:
+    - The fio command line, a list (the same as RV(argv)). In M(aiinfra.fabric.mpi_run),
+      M(aiinfra.fabric.nccl_test) and M(aiinfra.fabric.fabric_sweep) RV(command) is a string; this module keeps
+      the list its results (and the C(aiinfra.fabric.nvmeof_initiator) role's) have always carried.
   returned: always
   type: list
   elements: str
@@ -197,6 +215,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.fio import (
     build_argv,
     parse_fio_json,
     validate_options,
+    writes_data,
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.fio_log import parse_iops_log, summarize
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.fio_stop import run_until_stop_file
@@ -236,15 +255,17 @@ def main():
     if p["timeline_interval_ms"] < 0:
         module.fail_json(msg="timeline_interval_ms=%d must be >= 0" % p["timeline_interval_ms"])
     argv = build_argv(module.get_bin_path("fio", required=True), p)
+    # Decided before fio runs: a read job on a file fio has to create first writes it.
+    changed = writes_data(p, os.path.exists)
     if module.check_mode:
-        module.exit_json(changed=False, command=argv, msg="check mode: fio not run")
+        module.exit_json(changed=changed, command=argv, argv=list(argv), msg="check mode: fio not run")
     log_dir = None
     if p["timeline_interval_ms"]:
         log_dir = tempfile.mkdtemp(prefix="aiinfra-fio-")
         argv += ["--write_iops_log=%s" % os.path.join(log_dir, "job"), "--log_avg_msec=%d" % p["timeline_interval_ms"],
                  "--log_unix_epoch=1"]
     try:
-        run_fio(module, p, argv, log_dir)
+        run_fio(module, p, argv, log_dir, changed)
     finally:
         if log_dir:
             shutil.rmtree(log_dir, ignore_errors=True)
@@ -258,28 +279,29 @@ def read_timeline(log_dir, interval_ms):
     return summarize(logs, interval_ms)
 
 
-def run_fio(module, p, argv, log_dir):
+def run_fio(module, p, argv, log_dir, changed=True):
     extra = {}
     if p["stop_file"]:
         run = run_until_stop_file(argv, dict(os.environ, LC_ALL="C"), p["stop_file"], p["timeout"])
         rc, out, err = run["rc"], run["stdout"], run["stderr"]
         if run["timed_out"]:
             module.fail_json(msg="fio did not finish within timeout=%d seconds and %s never appeared"
-                             % (p["timeout"], p["stop_file"]), command=argv, rc=rc, stdout=out, stderr=err)
+                             % (p["timeout"], p["stop_file"]), command=argv, argv=list(argv), rc=rc, stdout=out,
+                             stderr=err)
         extra = {"stopped": run["stopped"], "seconds": run["seconds"]}
     else:
         timeout_bin = module.get_bin_path("timeout")
         run_argv = ([timeout_bin, str(p["timeout"])] + argv) if timeout_bin and p["timeout"] > 0 else argv
         rc, out, err = module.run_command(run_argv, environ_update={"LC_ALL": "C"})
         if rc == 124 and timeout_bin:
-            module.fail_json(msg="fio did not finish within timeout=%d seconds" % p["timeout"], command=argv, rc=rc,
-                             stdout=out, stderr=err)
+            module.fail_json(msg="fio did not finish within timeout=%d seconds" % p["timeout"], command=argv,
+                             argv=list(argv), rc=rc, stdout=out, stderr=err)
     try:
         summary = parse_fio_json(out)
     except FioError as exc:
-        module.fail_json(msg="fio failed (rc=%d): %s; %s" % (rc, exc.msg, err.strip()), command=argv, rc=rc,
-                         stdout=out, stderr=err)
-    result = dict(changed=True, command=argv, rc=rc, stderr=err, **summary)
+        module.fail_json(msg="fio failed (rc=%d): %s; %s" % (rc, exc.msg, err.strip()), command=argv,
+                         argv=list(argv), rc=rc, stdout=out, stderr=err)
+    result = dict(changed=changed, command=argv, argv=list(argv), rc=rc, stderr=err, **summary)
     result.update(extra)
     if log_dir:
         result["timeline"] = read_timeline(log_dir, p["timeline_interval_ms"])

@@ -18,32 +18,28 @@ description:
     (Open MPI fully; MPICH and Intel MPI, whose mpirun is Hydra, where they differ).
     O(launcher=srun) runs the job under Slurm instead; O(launcher=sbatch) hands it to Slurm as a
     batch job and waits for it (see O(launcher)).
+  - The launcher options (O(mpirun_path), O(environment), O(launcher_args) ...) are the ones
+    M(aiinfra.fabric.nccl_test) and M(aiinfra.fabric.fabric_sweep) take, under the same names, found
+    and spoken by the same code; the names this module used before (O(mpirun), O(env), O(extra_args),
+    O(srun), O(sbatch)) stay as aliases.
   - Validates everything it can before launching; bad input (np larger than the slots
     without O(oversubscribe), a missing program, a host that does not resolve, an empty
     O(hosts), a malformed O(expect)) fails without running anything.
   - A job that runs longer than O(timeout) is stopped; the whole job goes, on every host
     (mpirun is asked to stop first, so it tears down its remote daemons and their ranks,
     then anything left of the job on the launching host is killed).
-  - Running a job is an action, not a state, so the module is not idempotent. It reports
-    C(changed=true) whenever it ran the job (as M(ansible.builtin.command) does). A
-    benchmark or check that leaves nothing behind can set C(changed_when) to C(false) in
-    the task; use O(creates)/O(removes) to run a job only once.
+  - A job measures or checks; running it changes nothing on the hosts (the hostfile is private and removed
+    after the job), so the module reports C(changed=false), after a run and in check mode, like
+    M(aiinfra.fabric.nccl_test) and M(aiinfra.fabric.fabric_sweep) - a converge that runs it again stays at
+    C(changed=0). RV(ran) says whether the job ran. For a program that does change something, set
+    C(changed_when) in the task; use O(creates)/O(removes) to run a job only once.
 author:
   - aiinfra.fabric developers (@aiinfra)
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: partial
-    details: In check mode the job is not run; the module validates the input and returns the command it would run.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
-  idempotent:
-    description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
-    support: none
-    details: Running a job is an action, not a state. Use O(creates)/O(removes) to guard a run.
+  - aiinfra.fabric.attributes.job_module
+  - aiinfra.fabric.launcher
+  - aiinfra.fabric.launcher.extra_args_alias
 options:
   program:
     description:
@@ -75,8 +71,8 @@ options:
     elements: dict
   launcher:
     description:
-      - C(mpirun) (Open MPI, MPICH, Intel MPI), C(srun) (a Slurm job step, run from the task), or
-        C(sbatch) (a Slurm batch job for long runs).
+      - C(mpirun) (Open MPI, MPICH, Intel MPI; O(mpirun_path)), C(srun) (a Slurm job step, run from the task;
+        O(srun_path)), or C(sbatch) (a Slurm batch job for long runs; O(sbatch_path) and O(srun_path)).
       - With C(sbatch) the module submits a batch script whose one step is the srun command
         C(launcher=srun) would run, then polls C(scontrol show job) every O(sbatch_poll_interval)
         seconds until the job is over or O(timeout) has passed; then it cancels the job with
@@ -88,43 +84,6 @@ options:
     type: str
     choices: [mpirun, srun, sbatch]
     default: mpirun
-  mpirun:
-    description: The mpirun command or path (another MPI prefix, e.g. C(/opt/openmpi-5/bin/mpirun)).
-    type: str
-    default: mpirun
-  srun:
-    description: The srun command or path, for O(launcher=srun).
-    type: str
-    default: srun
-  implementation:
-    description:
-      - Which MPI O(mpirun) is. C(auto) runs C(mpirun --version) (also in check mode, as it
-        changes nothing).
-    type: str
-    choices: [auto, openmpi, mpich, intelmpi]
-    default: auto
-  mca:
-    description:
-      - Open MPI MCA parameters, passed as C(--mca NAME VALUE) (sorted by name), for example
-        C(btl=tcp,self), C(btl_tcp_if_include=10.99.0.0/24) and C(oob_tcp_if_include=10.99.0.0/24)
-        to keep MPI traffic and mpirun's own on one network.
-      - An error with MPICH/Intel MPI and srun, which have no MCA flags.
-    type: dict
-    default: {}
-  env:
-    description:
-      - Environment variables for the ranks. A value exports it with that value; C(null)
-        passes the launching host's own value. Open MPI C(-x NAME[=VALUE]), Hydra
-        C(-genv NAME VALUE)/C(-genvlist), srun C(--export=ALL,NAME=VALUE).
-      - srun cannot carry a comma inside an C(--export) value, so with O(launcher=srun) or
-        O(launcher=sbatch) such a variable (C(OMPI_MCA_btl=tcp,self)) is set in srun's (sbatch's)
-        own environment and named in C(--export), which passes it on to the tasks.
-    type: dict
-    default: {}
-  allow_run_as_root:
-    description: Pass C(--allow-run-as-root) to Open MPI's mpirun. Only when asked; Hydra needs nothing.
-    type: bool
-    default: false
   oversubscribe:
     description:
       - Allow more ranks than slots (Open MPI C(--oversubscribe)). Without it, O(np) above
@@ -156,24 +115,19 @@ options:
         every rank down on every host; see RV(cancelled).
     type: int
     default: 3600
-  extra_args:
-    description: Further launcher arguments, placed verbatim before the program.
-    type: list
-    elements: str
-    default: []
   ntasks_per_node:
     description: srun C(--ntasks-per-node).
     type: int
   cpus_per_task:
     description: srun C(--cpus-per-task).
     type: int
-  srun_mpi:
-    description: srun C(--mpi) plugin, e.g. C(pmix), C(pmi2).
-    type: str
-  sbatch:
-    description: The sbatch command or path, for O(launcher=sbatch); C(scontrol) and C(scancel) are taken from its directory.
-    type: str
+  sbatch_path:
+    description:
+      - The sbatch command or path, for O(launcher=sbatch); C(scontrol) and C(scancel) are taken from its directory.
+      - The batch script's one step is the srun command of O(srun_path).
+    type: path
     default: sbatch
+    aliases: [sbatch]
   sbatch_output_dir:
     description:
       - Directory in which each batch job gets a private output directory of its own (a new
@@ -250,6 +204,9 @@ options:
     description: Directory for the temporary hostfile (default the module's temporary directory).
     type: path
 notes:
+  - srun cannot carry a comma inside an C(--export) value, so with O(launcher=srun) or O(launcher=sbatch) such a
+    variable of O(environment) (C(OMPI_MCA_btl=tcp,self)) is set in srun's (sbatch's) own environment and named in
+    C(--export), which passes it on to the tasks.
   - Multi-host runs need what mpirun needs - passwordless SSH from the launching host to the
     others for the user running the task, and the program at the same path everywhere. The
     M(aiinfra.fabric.mpi_bench) role sets both up.
@@ -327,8 +284,15 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-cmd:
-  description: The launcher command line as a list.
+changed:
+  description: Always false - running the job changes nothing on the hosts (the same in every job module).
+  returned: always
+  type: bool
+  sample: false
+argv:
+  description:
+    - The launcher command line as a list (in check mode and with O(hosts) the hostfile reads C(<hostfile>)),
+      the same key and type in every job module. With O(launcher=sbatch) the sbatch command line.
   returned: always
   type: list
   elements: str
@@ -337,6 +301,14 @@ command:
   description: The same, as one shell-quoted string (for logs and copy-paste).
   returned: always
   type: str
+  sample: mpirun -np 3 --hostfile /tmp/aiinfra-hostfile-x.txt --tag-output /opt/mpi-bench/allreduce_mpi
+cmd:
+  description:
+    - The same as RV(argv), a list. Deprecated - use RV(argv) (list) or RV(command) (string), which every
+      job module returns with the same types; M(aiinfra.fabric.nccl_test)'s RV(cmd) is a string.
+  returned: always
+  type: list
+  elements: str
 rc:
   description: The launcher's exit status (negative signal number when it was killed).
   returned: when the job ran
@@ -365,12 +337,12 @@ cancelled:
   type: str
 launcher:
   description: How the job was started (mpirun, srun or sbatch), as asked.
-  returned: when the job was planned
+  returned: always
   type: str
   sample: srun
 transport:
   description:
-    - What the job was told to carry MPI messages over, from O(mca) and O(env) (C(OMPI_MCA_*),
+    - What the job was told to carry MPI messages over, from O(mca) and O(environment) (C(OMPI_MCA_*),
       C(UCX_*)). C(kind) is C(tcp) (pml ob1 with the tcp BTL - kernel sockets, not RDMA, even on
       InfiniBand/RoCE hosts), C(ucx) (pml ucx - verbs where UCX finds an RDMA device), C(verbs)
       (the openib BTL) or C(auto) (nothing pinned, the MPI chooses); C(summary) says it in words.
@@ -383,7 +355,7 @@ ran:
   returned: always
   type: bool
 implementation:
-  description: The MPI implementation used (null for srun).
+  description: The MPI implementation used (null for srun and sbatch).
   returned: always
   type: dict
   sample: {implementation: openmpi, version: 4.1.4, banner: "mpirun (Open MPI) 4.1.4"}
@@ -407,7 +379,7 @@ batch:
       C(CANCELLED), C(TIMEOUT) ...), C(batch_host), C(reason), C(script) (the submitted batch script),
       C(output_dir) (the job's private output directory), C(output_files), C(time_limit_minutes) and
       C(polls) (how many status calls the wait took).
-      RV(cmd) is then the sbatch command line; before the job is submitted (check mode) its output
+      RV(argv) is then the sbatch command line; before the job is submitted (check mode) its output
       paths show C(<private dir>) for the directory made at submission. Null with the other launchers.
   returned: always
   type: dict
@@ -453,7 +425,6 @@ failed_checks:
 """
 
 import os
-import shlex
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
@@ -462,52 +433,29 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import runner as R
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import expect as mpi_expect
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import job as mpi_job
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import job_result as JR
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launch_options
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import sbatch as mpi_sbatch
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.errors import MpiError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.parsers import parse_output
 
-
-def _resolves(name):
-    try:
-        socket.getaddrinfo(name, None)
-        return True
-    except (socket.gaierror, UnicodeError):
-        return False
-
-
-def _find_program(module, program, chdir):
-    if "/" not in program:
-        return module.get_bin_path(program, required=False)
-    path = program if os.path.isabs(program) else os.path.join(chdir or os.getcwd(), program)
-    path = os.path.normpath(path)
-    if os.path.isfile(path) and os.access(path, os.X_OK):
-        return path
-    return None
+# mpi_run's cmd was the argv list before argv/command were shared (nccl_test's a string).
+CMD_TYPE = "list"
 
 
 def argument_spec():
-    return dict(
+    spec = dict(
         program=dict(type="str", required=True),
         args=dict(type="list", elements="str", default=[]),
         np=dict(type="int"),
         hosts=dict(type="list", elements="dict"),
-        launcher=dict(type="str", choices=["mpirun", "srun", "sbatch"], default="mpirun"),
-        mpirun=dict(type="str", default="mpirun"),
-        srun=dict(type="str", default="srun"),
-        implementation=dict(type="str", choices=["auto", "openmpi", "mpich", "intelmpi"], default="auto"),
-        mca=dict(type="dict", default={}),
-        env=dict(type="dict", default={}),
-        allow_run_as_root=dict(type="bool", default=False),
         oversubscribe=dict(type="bool", default=False),
         map_by=dict(type="str"),
         bind_to=dict(type="str"),
         tag_output=dict(type="bool", default=False),
         chdir=dict(type="path"),
-        timeout=dict(type="int", default=3600),
-        extra_args=dict(type="list", elements="str", default=[]),
         ntasks_per_node=dict(type="int"),
         cpus_per_task=dict(type="int"),
-        srun_mpi=dict(type="str"),
-        sbatch=dict(type="str", default="sbatch"),
         sbatch_output_dir=dict(type="path"),
         sbatch_job_name=dict(type="str", default="aiinfra-mpi"),
         sbatch_partition=dict(type="str"),
@@ -521,72 +469,59 @@ def argument_spec():
         removes=dict(type="path"),
         hostfile_dir=dict(type="path"),
     )
+    spec.update(launch_options.launcher_argument_spec(mpi_job.LAUNCHERS, "mpirun", timeout=3600))
+    spec.update(launch_options.SBATCH_PATH_OPTION)
+    return spec
 
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     p = module.params
     here = socket.gethostname()
-    result = dict(changed=False, ran=False, cmd=[], command="", implementation=None, np=None, hosts=[],
-                  hostfile_content=None, launched_from=here, rank_output={}, parsed=None, checks=[],
+    result = JR.job_result(p["launcher"], here, CMD_TYPE)
+    result.update(np=None, hosts=[], hostfile_content=None, rank_output={}, parsed=None, checks=[],
                   failed_checks=[], cancelled=None, transport=None, batch=None)
 
     if p["chdir"] and not os.path.isdir(p["chdir"]):
         module.fail_json(msg="chdir %s is not a directory on %s" % (p["chdir"], here), **result)
 
     # Everything below up to the launch only reads.
-    implementation = None
-    if p["launcher"] == "mpirun":
-        mpirun = module.get_bin_path(p["mpirun"], required=False) if "/" not in p["mpirun"] else p["mpirun"]
-        if not mpirun or not os.access(mpirun, os.X_OK):
-            module.fail_json(msg="mpirun %r was not found on %s: install an MPI (e.g. openmpi-bin) or set mpirun "
-                             "to its path" % (p["mpirun"], here), **result)
-        p["mpirun"] = mpirun
-        if p["implementation"] == "auto":
-            try:
-                result["implementation"] = L.detect_implementation(
-                    lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C"}), mpirun)
-            except L.LauncherError as exc:
-                module.fail_json(msg=str(exc), **result)
-        else:
-            result["implementation"] = {"implementation": p["implementation"], "version": "", "banner": ""}
-        implementation = result["implementation"]["implementation"]
-    else:
-        for tool in ("srun", "sbatch") if p["launcher"] == "sbatch" else ("srun",):
-            path = module.get_bin_path(p[tool], required=False) if "/" not in p[tool] else p[tool]
-            if not path or not os.access(path, os.X_OK):
-                module.fail_json(msg="%s %r was not found on %s: launcher=%s needs Slurm's client commands "
-                                 "(slurm-client)" % (tool, p[tool], here, p["launcher"]), **result)
-            p[tool] = path
-        if p["launcher"] == "sbatch" and p["sbatch_poll_interval"] < 1:
-            module.fail_json(msg="sbatch_poll_interval must be >= 1 second, got %d" % p["sbatch_poll_interval"],
-                             **result)
+    if p["launcher"] == "sbatch" and p["sbatch_poll_interval"] < 1:
+        module.fail_json(msg="sbatch_poll_interval must be >= 1 second, got %d" % p["sbatch_poll_interval"],
+                         **result)
+    try:
+        launch = L.resolve_launcher(p["launcher"], p, lambda name: module.get_bin_path(name, required=False),
+                                    lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C"}), here)
+    except L.LauncherError as exc:
+        module.fail_json(msg=str(exc), **result)
+    for tool, path in launch["paths"].items():
+        p["%s_path" % tool] = path
+    result["implementation"] = launch["implementation"]
+    implementation = launch["implementation"]["implementation"] if launch["implementation"] else None
 
     try:
-        plan = mpi_job.plan_job(p, implementation, os.cpu_count() or 1, _resolves,
-                                _find_program(module, p["program"], p["chdir"]))
+        plan = mpi_job.plan_job(p, implementation, os.cpu_count() or 1, L.host_resolves,
+                                L.find_executable(p["program"], lambda name: module.get_bin_path(name, required=False),
+                                                  p["chdir"]))
         expect = mpi_expect.normalize_expect(p["expect"], p["parse"])
-    except (mpi_job.MpiJobError, mpi_expect.ExpectError) as exc:
+    except MpiError as exc:
         module.fail_json(msg=str(exc), **result)
 
     result.update(np=plan["np"], hosts=plan["hosts"], hostfile_content=plan["hostfile_content"])
-    result["launcher"] = p["launcher"]
-    result["transport"] = mpi_job.describe_transport(p["launcher"], implementation, p["mca"], p["env"])
+    result["transport"] = mpi_job.describe_transport(p["launcher"], implementation, p["mca"], p["environment"])
     shown_hostfile = "<hostfile>" if plan["hostfile_content"] else None
-    result["cmd"] = mpi_job.with_hostfile(plan["argv"], shown_hostfile)
+    JR.set_command(result, mpi_job.with_hostfile(plan["argv"], shown_hostfile), CMD_TYPE)
     if plan["batch"]:
-        result["cmd"] = plan["batch"]["argv"]
+        JR.set_command(result, plan["batch"]["argv"], CMD_TYPE)
         result["batch"] = {"job_id": None, "job_state": None, "batch_host": None, "reason": None, "polls": 0,
                            "script": plan["batch"]["script"], "output_dir": None, "output_files": [],
                            "time_limit_minutes": plan["batch"]["time_limit_minutes"]}
-    result["command"] = " ".join(shlex.quote(a) for a in result["cmd"])
 
     if p["creates"] and os.path.exists(p["creates"]):
         module.exit_json(msg="skipped: %s exists" % p["creates"], **result)
     if p["removes"] and not os.path.exists(p["removes"]):
         module.exit_json(msg="skipped: %s does not exist" % p["removes"], **result)
     if module.check_mode:
-        result["changed"] = True
         module.exit_json(msg="check mode: the job was not run", **result)
 
     if plan["batch"]:
@@ -600,15 +535,12 @@ def main():
         if plan["hostfile_content"]:
             hostfile = L.write_hostfile(plan["hosts"], implementation, directory=p["hostfile_dir"] or module.tmpdir)
         argv = mpi_job.with_hostfile(plan["argv"], hostfile)
-        result["cmd"] = argv
-        result["command"] = " ".join(shlex.quote(a) for a in argv)
+        JR.set_command(result, argv, CMD_TYPE)
         run = R.run_job(argv, timeout=p["timeout"] or None, cwd=p["chdir"], env=plan["launch_env"])
     finally:
         if hostfile and os.path.exists(hostfile):
             os.unlink(hostfile)
-    result.update(run)
-    result["ran"] = True
-    result["changed"] = True
+    JR.set_run(result, run)
 
     where = "on %s" % (", ".join(h["name"] for h in plan["hosts"]) if plan["hosts"] else here)
     if plan["hosts"]:
@@ -618,7 +550,7 @@ def main():
 
 def run_batch(module, p, batch_plan, launch_env, result):
     """Submit the batch job, wait for it (cancel past the deadline), fill ``result``."""
-    tools = os.path.dirname(p["sbatch"])
+    tools = os.path.dirname(p["sbatch_path"])
 
     def run_command(argv, data=None):
         return module.run_command(argv, data=data, binary_data=data is not None,
@@ -636,8 +568,7 @@ def run_batch(module, p, batch_plan, launch_env, result):
         result["batch"][key] = run[key]
     if run.get("status_error"):
         result["batch"]["status_error"] = run["status_error"]
-    result.update(rc=run["rc"], stdout=run["stdout"], stderr=run["stderr"], duration=run["duration"],
-                  timed_out=run["timed_out"], cancelled=run["cancelled"], ran=True, changed=True)
+    JR.set_run(result, run)
     # Output that is missing (it went to the batch host's own disk) or not safe to read
     # (a link, another user's file) is an error, never an empty or foreign result.
     if run["output_error"]:

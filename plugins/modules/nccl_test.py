@@ -31,9 +31,12 @@ description:
   - Recognises the classic multi-node mistake, a binary built without C(MPI=1) started by a launcher
     (every process runs alone and prints its own header and rank 0), and fails saying to rebuild.
   - The job runs through the collection's shared launcher code (the same as
-    C(aiinfra.fabric.mpi_run)); on timeout the launcher and every process it started are stopped.
-  - A benchmark is not a state. The module never reports C(changed); it is not idempotent (each run
-    measures again) and takes O(creates)/O(removes) guards.
+    M(aiinfra.fabric.mpi_run) and M(aiinfra.fabric.fabric_sweep), with the same launcher options - O(mpirun_path),
+    O(implementation), O(mca), O(environment) (C(NCCL_DEBUG), C(NCCL_IB_HCA), C(NCCL_SOCKET_IFNAME) ...),
+    O(launcher_args) ...); on timeout the launcher and every process it started are stopped.
+  - A benchmark measures and changes nothing on the hosts, so the module reports C(changed=false), after a run
+    and in check mode, like every job module of the collection; each run measures again. RV(ran) says whether
+    it ran; O(creates)/O(removes) guard a run.
 options:
   test:
     description: The collective to measure; runs C(<test>_perf<binary_suffix>) from O(binary_dir).
@@ -111,13 +114,6 @@ options:
     type: str
     choices: [auto, always, never]
     default: auto
-  environment:
-    description:
-      - Environment variables for the benchmark (C(NCCL_DEBUG), C(NCCL_IB_HCA), C(NCCL_SOCKET_IFNAME), ...).
-      - With O(launcher=mpirun) they are exported to every rank (C(-x NAME=VALUE)); with O(launcher=srun)
-        through C(--export). A null value passes the launcher's own value.
-    type: dict
-    default: {}
   timeout:
     description: Seconds after which the job is stopped (the launcher and every process it started) and the task fails.
     type: int
@@ -130,12 +126,6 @@ options:
     type: str
     choices: [none, mpirun, srun]
     default: none
-  mpirun_path:
-    description: The mpirun to use; found on the PATH when not set.
-    type: path
-  srun_path:
-    description: The srun to use; found on the PATH when not set.
-    type: path
   hosts:
     description:
       - Hosts for O(launcher=mpirun) (written to a private hostfile) or the node list for O(launcher=srun).
@@ -145,16 +135,11 @@ options:
   np:
     description: Number of processes. Defaults to the sum of the hosts' slots; larger is refused.
     type: int
-  mca:
-    description: Open MPI MCA parameters (C(--mca NAME VALUE)), for example C(btl_tcp_if_include).
-    type: dict
-    default: {}
-  allow_run_as_root:
-    description: Pass Open MPI's C(--allow-run-as-root). Only when you really run the job as root.
-    type: bool
-    default: false
   launcher_args:
-    description: More launcher arguments, passed as they are before the binary.
+    description:
+      - Further launcher arguments (mpirun, srun), passed verbatim before the binary.
+      - Unlike in M(aiinfra.fabric.mpi_run) and M(aiinfra.fabric.fabric_sweep), C(extra_args) is not an alias here -
+        O(extra_args) are nccl-tests' own arguments.
     type: list
     elements: str
     default: []
@@ -164,9 +149,6 @@ options:
   srun_ntasks_per_node:
     description: C(srun --ntasks-per-node).
     type: int
-  srun_mpi:
-    description: C(srun --mpi), for example C(pmix).
-    type: str
   min_busbw:
     description: Lowest acceptable out-of-place bus bandwidth in GB/s at the largest size.
     type: float
@@ -235,6 +217,8 @@ options:
     type: path
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
+  - aiinfra.fabric.attributes.job_module
+  - aiinfra.fabric.launcher
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
@@ -242,15 +226,6 @@ attributes:
     details:
       - In check mode the benchmark is not run; the module validates the input, runs only read-only probes
         (C(mpirun --version), C(<binary> -h)) and returns the command it would run.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
-  idempotent:
-    description: When run twice in a row outside check mode, with the same arguments, the second invocation indicates no change.
-    support: none
-    details:
-      - Each run measures again. A benchmark changes no state, so the module never reports C(changed);
-        use O(creates)/O(removes) to run it only once.
 notes:
   - Needs NVIDIA GPUs, the NCCL library and a build of nccl-tests; the C(aiinfra.fabric.nccl_tests) role
     installs and builds them.
@@ -422,14 +397,55 @@ warnings:
   returned: when the job ran
   type: list
   elements: str
-command:
-  description: The command as an argv list (in check mode the hostfile path reads C(<hostfile>)).
+changed:
+  description: Always false - running the benchmark changes nothing on the hosts (the same in every job module).
+  returned: always
+  type: bool
+  sample: false
+ran:
+  description: Whether the benchmark was run (false in check mode, when O(creates)/O(removes) skipped it, and when
+    the input was refused).
+  returned: always
+  type: bool
+launcher:
+  description: How the job was started (none, mpirun or srun), as asked.
+  returned: always
+  type: str
+launched_from:
+  description: The name of the host that ran the binary or the launcher.
+  returned: always
+  type: str
+implementation:
+  description: With O(launcher=mpirun), the MPI O(mpirun_path) is (C(implementation), C(version), C(banner)); null
+    otherwise.
+  returned: always
+  type: dict
+  sample: {implementation: openmpi, version: 4.1.4, banner: "mpirun (Open MPI) 4.1.4"}
+argv:
+  description: The command as a list (in check mode the hostfile path reads C(<hostfile>)), the same key and type in
+    every job module.
   returned: always
   type: list
   elements: str
-cmd:
-  description: The command as one shell-quoted string, for reading.
+command:
+  description:
+    - The command as one shell-quoted string, for logs and copy-paste, the same key and type in every job module.
+    - Earlier releases of this module returned the argv list here; that list is RV(argv) now.
   returned: always
+  type: str
+cmd:
+  description: The same string as RV(command). Deprecated - use RV(command) (string) or RV(argv) (list);
+    M(aiinfra.fabric.mpi_run)'s RV(cmd) is a list.
+  returned: always
+  type: str
+timed_out:
+  description: Whether the job was stopped after O(timeout) seconds.
+  returned: when the job ran
+  type: bool
+cancelled:
+  description: The signal that cancelled the task (C(SIGTERM), C(SIGINT), C(SIGHUP)) while the job ran, after which
+    the job was stopped; null otherwise.
+  returned: when the job ran
   type: str
 duration:
   description: Seconds the job ran.
@@ -451,26 +467,32 @@ stderr:
 
 import os
 import platform
-import shlex
 import shutil
+import socket
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher as L
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import job_result as JR
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launch_options
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import runner as R
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.errors import MpiError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import command as N
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl.errors import NcclError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl.job import (
-    NcclJobError,
     expected_gpus,
     plan_job,
     read_report,
     result_fields,
 )
 
+# nccl_test's cmd was the shell-quoted string before argv/command were shared (mpi_run's a list).
+CMD_TYPE = "str"
+LAUNCHERS = ["none", "mpirun", "srun"]
+
 
 def argument_spec():
-    return dict(
+    spec = dict(
         test=dict(type="str", required=True, choices=list(N.TESTS)),
         binary_dir=dict(type="path", required=True),
         binary_suffix=dict(type="str", default=""),
@@ -490,19 +512,10 @@ def argument_spec():
         cudagraph=dict(type="int"),
         extra_args=dict(type="list", elements="str", default=[]),
         json=dict(type="str", choices=["auto", "always", "never"], default="auto"),
-        environment=dict(type="dict", default={}),
-        timeout=dict(type="int", default=1800),
-        launcher=dict(type="str", choices=["none", "mpirun", "srun"], default="none"),
-        mpirun_path=dict(type="path"),
-        srun_path=dict(type="path"),
         hosts=dict(type="list", elements="raw"),
         np=dict(type="int"),
-        mca=dict(type="dict", default={}),
-        allow_run_as_root=dict(type="bool", default=False),
-        launcher_args=dict(type="list", elements="str", default=[]),
         srun_nodes=dict(type="int"),
         srun_ntasks_per_node=dict(type="int"),
-        srun_mpi=dict(type="str"),
         min_busbw=dict(type="float"),
         min_busbw_per_gpu=dict(type="dict", default={}),
         expected_gpus=dict(type="int"),
@@ -515,16 +528,21 @@ def argument_spec():
         creates=dict(type="path"),
         removes=dict(type="path"),
     )
+    # extra_args are nccl-tests' own arguments here, so launcher_args keeps no extra_args alias.
+    spec.update(launch_options.launcher_argument_spec(LAUNCHERS, "none", timeout=1800, extra_args_alias=False))
+    return spec
 
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     p = module.params
+    result = JR.job_result(p["launcher"], socket.gethostname(), CMD_TYPE)
+    result["passed"] = None
 
     for guard, wanted in (("creates", True), ("removes", False)):
         if p[guard] and os.path.exists(p[guard]) == wanted:
-            module.exit_json(changed=False, skipped=True, passed=None, command=[], cmd="",
-                             msg="not run: %s %s" % (p[guard], "exists" if wanted else "does not exist"))
+            module.exit_json(skipped=True, msg="not run: %s %s" % (p[guard], "exists" if wanted else "does not exist"),
+                             **result)
 
     def run_command(argv, env=None):
         update = dict((k, str(v)) for k, v in (env or {}).items())
@@ -532,23 +550,27 @@ def main():
         return module.run_command(argv, environ_update=update)
 
     def find(name, given):
-        return given or module.get_bin_path(name, required=True)
+        return given or module.get_bin_path(name, required=False)
 
     workdir = None
     try:
         plan = plan_job(p, find=find, run_command=run_command, check_mode=module.check_mode,
                         exists=os.path.exists, executable=lambda path: os.access(path, os.X_OK))
+        result["implementation"] = plan.launch["implementation"]
         for warning in plan.warnings:
             module.warn(warning)
+        JR.set_command(result, plan.argv_for_display(), CMD_TYPE)
         if module.check_mode:
-            module.exit_json(changed=False, passed=None, command=plan.argv_for_display(), cmd=plan.cmd_for_display(),
-                             msg="check mode: the benchmark was not run")
+            module.exit_json(msg="check mode: the benchmark was not run", **result)
         workdir = tempfile.mkdtemp(prefix="aiinfra-nccl-")
         argv = plan.materialize(workdir)
+        JR.set_command(result, argv, CMD_TYPE)
         job = R.run_job(argv, timeout=p["timeout"], env=plan.env)
+        JR.set_run(result, job)
         report = read_report(job, plan, workdir)
-    except (NcclJobError, N.NcclTestsError, L.LauncherError) as exc:
-        module.fail_json(msg=str(exc), passed=False)
+    except (NcclError, MpiError) as exc:
+        result["passed"] = False
+        module.fail_json(msg=str(exc), **result)
     finally:
         if workdir:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -558,13 +580,12 @@ def main():
                            p=p)
     for warning in fields["warnings"]:
         module.warn(warning)
-    fields["command"] = argv
-    fields["cmd"] = " ".join(shlex.quote(a) for a in argv)
-    failure = fields.pop("failure")
-    fields["passed"] = failure is None
+    result.update(fields)
+    failure = result.pop("failure")
+    result["passed"] = failure is None
     if failure:
-        module.fail_json(msg=failure, changed=False, **fields)
-    module.exit_json(changed=False, **fields)
+        module.fail_json(msg=failure, **result)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@
 then turn the job's output into results (per-rank lines, parsed data, checks).
 
 ``plan_job(params, implementation, local_slots, resolves, program_path) -> dict``
+    ``params`` are mpi_run's parameters, the launcher options under their shared names
+    (:mod:`mpi.launch_options`; the aliases are accepted as the module accepts them).
     Validates everything that can be checked before launching and returns
     ``{'argv', 'np', 'hosts', 'total_slots', 'hostfile_content', 'program', 'batch'}``
     (``batch``: :func:`sbatch.plan_batch`'s plan with launcher sbatch, whose step is
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher as L
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import expect as mpi_expect
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launch_options
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import sbatch
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.parsers import PARSE_KINDS
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.errors import MpiError
@@ -45,6 +48,7 @@ def plan_job(params, implementation, local_slots, resolves, program_path):
     ``resolves(name) -> bool``: whether a host name resolves.
     ``program_path``: the program as found on the launching host, or None when missing.
     """
+    params = launch_options.with_canonical_names(params)
     launcher = params.get("launcher") or "mpirun"
     if launcher not in LAUNCHERS:
         raise MpiJobError("launcher must be one of %s, got %r" % (", ".join(LAUNCHERS), launcher))
@@ -113,46 +117,46 @@ def plan_job(params, implementation, local_slots, resolves, program_path):
         if launcher == "mpirun":
             if implementation not in (L.OPENMPI,) + L.HYDRA:
                 raise MpiJobError("could not tell which MPI %s is (detected %r); set implementation to openmpi, "
-                                  "mpich or intelmpi" % (params.get("mpirun") or "mpirun", implementation))
+                                  "mpich or intelmpi" % (params.get("mpirun_path") or "mpirun", implementation))
             if hosts:
                 hostfile_content = L.hostfile_content(hosts, implementation)
             argv = L.build_mpirun_argv(
-                params.get("mpirun") or "mpirun", program_path, args=args, np=np, implementation=implementation,
-                hostfile=HOSTFILE_PLACEHOLDER if hosts else None, mca=params.get("mca"), env=params.get("env"),
+                params.get("mpirun_path") or "mpirun", program_path, args=args, np=np, implementation=implementation,
+                hostfile=HOSTFILE_PLACEHOLDER if hosts else None, mca=params.get("mca"), env=params.get("environment"),
                 allow_run_as_root=bool(params.get("allow_run_as_root")), oversubscribe=oversubscribe,
                 map_by=params.get("map_by"), bind_to=params.get("bind_to"),
                 tag_output=bool(params.get("tag_output")), chdir=params.get("chdir"),
-                extra_args=params.get("extra_args"))
+                extra_args=params.get("launcher_args"))
         else:
             if params.get("mca"):
-                raise MpiJobError("mca parameters cannot be passed by %s; set OMPI_MCA_<name> variables in env "
+                raise MpiJobError("mca parameters cannot be passed by %s; set OMPI_MCA_<name> variables in environment "
                                   "instead" % launcher)
             map_by = params.get("map_by")
             if map_by and str(map_by) not in SRUN_DISTRIBUTION:
                 raise MpiJobError("map_by %r has no srun counterpart here (known: %s); pass --distribution in "
-                                  "extra_args instead" % (map_by, ", ".join(sorted(SRUN_DISTRIBUTION))))
+                                  "launcher_args instead" % (map_by, ", ".join(sorted(SRUN_DISTRIBUTION))))
             # srun --export cannot carry a comma inside a value (OMPI_MCA_btl=tcp,self): such
             # variables are set in srun's own environment instead, which --export=ALL passes on
             # to the tasks (and sbatch to the batch script, whose srun passes them on again).
             export, launch_env = {}, {}
-            for name, value in L._check_env(params.get("env")).items():
+            for name, value in L._check_env(params.get("environment")).items():
                 if value is not None and "," in L._str_value(value):
                     launch_env[name] = L._str_value(value)
                 else:
                     export[name] = value
             argv = L.build_srun_argv(
-                params.get("srun") or "srun", program_path, args=args, nodes=len(hosts) if hosts else None,
+                params.get("srun_path") or "srun", program_path, args=args, nodes=len(hosts) if hosts else None,
                 ntasks=np, ntasks_per_node=params.get("ntasks_per_node"),
                 cpus_per_task=params.get("cpus_per_task"), mpi=params.get("srun_mpi"),
                 export=dict(export, **{name: None for name in launch_env}),
                 nodelist=[h["name"] for h in hosts] or None, chdir=params.get("chdir"),
-                label=bool(params.get("tag_output")), extra_args=params.get("extra_args"),
+                label=bool(params.get("tag_output")), extra_args=params.get("launcher_args"),
                 overcommit=oversubscribe, distribution=SRUN_DISTRIBUTION.get(str(map_by)) if map_by else None)
             if launcher == "sbatch":
                 # The batch script runs that same srun as its one job step, inside an
                 # allocation asked for with the same shape.
                 batch = sbatch.plan_batch(
-                    params.get("sbatch") or "sbatch", argv, nodes=len(hosts) if hosts else None, ntasks=np,
+                    params.get("sbatch_path") or "sbatch", argv, nodes=len(hosts) if hosts else None, ntasks=np,
                     ntasks_per_node=params.get("ntasks_per_node"), cpus_per_task=params.get("cpus_per_task"),
                     nodelist=[h["name"] for h in hosts] or None, overcommit=oversubscribe,
                     timeout=timeout, output_dir=params.get("sbatch_output_dir") or params.get("chdir"),

@@ -4,13 +4,24 @@
 
 """Launching parallel jobs: mpirun (Open MPI, MPICH/Intel MPI Hydra) and Slurm's srun.
 
-Shared by the modules that run jobs (mpi_run, nccl_test). Everything here except
-:func:`write_hostfile` is a pure function of its arguments, so
-command lines are unit-tested as exact lists. Nothing here parses what a job prints
-beyond the launcher's own framing (:func:`split_tagged_output`).
+Shared by the modules that run jobs (mpi_run, nccl_test, fabric_sweep): the one place
+that finds the launcher and tells its MPI (:func:`resolve_launcher`), finds a program
+(:func:`find_executable`) and builds the command lines. Everything here except
+:func:`write_hostfile` and the file checks of :func:`find_executable` is a pure function
+of its arguments, so command lines are unit-tested as exact lists. Nothing here parses
+what a job prints beyond the launcher's own framing (:func:`split_tagged_output`).
 
 Stable API (add, don't rename):
 
+``find_executable(program, which, cwd=None) -> path or None``
+    A program as it runs on the launching host: a name without ``/`` looked up with
+    ``which(name)`` (``AnsibleModule.get_bin_path`` with ``required=False`` fits), a
+    relative path taken from ``cwd``; only an executable regular file counts.
+``resolve_launcher(launcher, params, which, run_command, host) -> dict``
+    The launcher's tools (:data:`LAUNCHER_TOOLS`, from ``params``' ``<tool>_path``) and,
+    for mpirun, the MPI implementation (``params['implementation']``, ``auto``: asked with
+    :func:`detect_implementation`): ``{'launcher', 'paths': {tool: path},
+    'implementation': {'implementation', 'version', 'banner'} or None}``.
 ``parse_mpirun_version(text) -> {'implementation', 'version', 'banner'}``
     What ``mpirun --version`` printed -> which MPI. ``implementation`` is one of
     :data:`IMPLEMENTATIONS` (``unknown`` when not recognised).
@@ -100,6 +111,64 @@ def detect_implementation(run_command, mpirun):
             "'%s --version' failed (rc=%s): %s" % (mpirun, rc, (err or out or "").strip()[:500])
         )
     return parse_mpirun_version((out or "") + "\n" + (err or ""))
+
+
+# --------------------------------------------------------------------------- finding the tools
+
+# The tools each launcher needs on the launching host (sbatch's job step is an srun).
+LAUNCHER_TOOLS = {"none": (), "mpirun": ("mpirun",), "srun": ("srun",), "sbatch": ("srun", "sbatch")}
+
+
+def find_executable(program, which, cwd=None):
+    """``program`` as an executable path on this (the launching) host, or None when missing.
+
+    A name without ``/`` is looked up with ``which(name)`` (the PATH); a relative path is
+    taken relative to ``cwd`` (default: the current directory) and normalised.
+    """
+    if not program:
+        return None
+    if "/" not in program:
+        return which(program) or None
+    path = program if os.path.isabs(program) else os.path.join(cwd or os.getcwd(), program)
+    path = os.path.normpath(path)
+    if os.path.isfile(path) and os.access(path, os.X_OK):
+        return path
+    return None
+
+
+def _missing_tool(tool, given, host, launcher):
+    if tool == "mpirun":
+        fix = "install an MPI (e.g. openmpi-bin) or set mpirun_path to its path"
+    else:
+        fix = "launcher=%s needs Slurm's client commands (slurm-client), or set %s_path to its path" % (launcher, tool)
+    return "%s %r was not found on %s: %s" % (tool, given, host, fix)
+
+
+def resolve_launcher(launcher, params, which, run_command, host="the launching host"):
+    """Find the launcher's tools and tell which MPI mpirun is, before anything runs.
+
+    ``params`` holds the job module's launcher options (``mpirun_path``, ``srun_path``,
+    ``sbatch_path``: a command name or a path; ``implementation``: ``auto`` or a name).
+    ``run_command(argv) -> (rc, out, err)`` runs the read-only ``mpirun --version``.
+    Raises :class:`LauncherError` naming the tool, the value and the fix.
+    """
+    if launcher not in LAUNCHER_TOOLS:
+        raise LauncherError("launcher must be one of %s, got %r" % (", ".join(sorted(LAUNCHER_TOOLS)), launcher))
+    paths = {}
+    for tool in LAUNCHER_TOOLS[launcher]:
+        given = params.get("%s_path" % tool) or tool
+        found = find_executable(given, which)
+        if not found:
+            raise LauncherError(_missing_tool(tool, given, host, launcher))
+        paths[tool] = found
+    implementation = None
+    if launcher == "mpirun":
+        wanted = params.get("implementation") or "auto"
+        if wanted == "auto":
+            implementation = detect_implementation(run_command, paths["mpirun"])
+        else:
+            implementation = {"implementation": wanted, "version": "", "banner": ""}
+    return {"launcher": launcher, "paths": paths, "implementation": implementation}
 
 
 # --------------------------------------------------------------------------- hosts

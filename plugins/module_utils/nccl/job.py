@@ -7,7 +7,9 @@ the job printed to the module's result.
 
 ``plan_job(params, find, run_command, check_mode, exists, executable) -> JobPlan``
     Validates everything before anything runs: the binary, the sizes and options, the
-    launcher's hosts/np/mca. ``find(name, given)`` returns a program's path;
+    launcher's hosts/np/mca. The launcher and its MPI are found by the shared
+    :func:`mpi.launcher.resolve_launcher` (``mpirun_path``/``srun_path``/``implementation``),
+    which looks a command name up with ``find(name, None)`` (the PATH);
     ``run_command(argv, env) -> (rc, out, err)`` is used only for read-only probes
     (``mpirun --version``, ``<binary> -h``), so the plan is the same in check mode.
 ``read_report(job, plan, workdir)``  the parsed report (JSON when there is one)
@@ -22,6 +24,7 @@ import json
 import os
 import re
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import job_result as JR
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher as L
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import catalog as C
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import command as N
@@ -42,7 +45,7 @@ class NcclJobError(NcclError):
 class JobPlan(object):
     """The command to run, with placeholders for the files made just before the run."""
 
-    def __init__(self, test, argv, binary, launcher, use_json, env, hosts, implementation, warnings):
+    def __init__(self, test, argv, binary, launcher, use_json, env, hosts, implementation, warnings, launch=None):
         self.test = test
         self.argv = argv
         self.binary = binary
@@ -52,12 +55,14 @@ class JobPlan(object):
         self.hosts = hosts
         self.implementation = implementation
         self.warnings = warnings
+        # resolve_launcher's answer: the tools' paths and the MPI ({implementation, version, banner}).
+        self.launch = launch or {"launcher": launcher, "paths": {}, "implementation": None}
 
     def argv_for_display(self):
         return list(self.argv)
 
     def cmd_for_display(self):
-        return " ".join(_quote(a) for a in self.argv)
+        return JR.command_line(self.argv)
 
     def materialize(self, workdir):
         """Write the hostfile into ``workdir`` and return the real argv."""
@@ -69,12 +74,6 @@ class JobPlan(object):
 
     def report_path(self, workdir):
         return os.path.join(workdir, "nccl-tests-report.json")
-
-
-def _quote(arg):
-    if re.match(r"^[A-Za-z0-9_./=:,+@%<>-]+$", arg):
-        return arg
-    return "'" + arg.replace("'", "'\"'\"'") + "'"
 
 
 def _environment(environment):
@@ -133,6 +132,7 @@ def plan_job(p, find, run_command, check_mode=False, exists=os.path.exists, exec
         json_file=JSON_REPORT if use_json else None, extra_args=p.get("extra_args"),
     )
 
+    launch = None
     implementation = None
     normalized = []
     if launcher == "mpirun":
@@ -145,8 +145,9 @@ def plan_job(p, find, run_command, check_mode=False, exists=os.path.exists, exec
         if np < 1 or np > slots:
             raise NcclJobError("np=%s does not fit the %d slots of hosts %s" % (np, slots,
                                ", ".join("%s:%d" % (h["name"], h["slots"]) for h in normalized)))
-        mpirun = find("mpirun", p.get("mpirun_path"))
-        implementation = L.detect_implementation(lambda argv: run_command(argv, None), mpirun)["implementation"]
+        launch = _resolve_launcher(launcher, p, find, run_command)
+        mpirun = launch["paths"]["mpirun"]
+        implementation = launch["implementation"]["implementation"]
         if implementation == L.UNKNOWN:
             raise NcclJobError("%s --version names no MPI this module knows (Open MPI, MPICH, Intel MPI)" % mpirun)
         argv = L.build_mpirun_argv(
@@ -158,7 +159,8 @@ def plan_job(p, find, run_command, check_mode=False, exists=os.path.exists, exec
     elif launcher == "srun":
         if p.get("mca"):
             raise NcclJobError("mca=%r is for launcher=mpirun; with srun set OMPI_MCA_* in environment" % (p["mca"],))
-        srun = find("srun", p.get("srun_path"))
+        launch = _resolve_launcher(launcher, p, find, run_command)
+        srun = launch["paths"]["srun"]
         nodelist = [h["name"] for h in L.normalize_hosts(hosts)] if hosts else None
         argv = L.build_srun_argv(
             srun, binary, args, nodes=p.get("srun_nodes"), ntasks=np,
@@ -169,7 +171,16 @@ def plan_job(p, find, run_command, check_mode=False, exists=os.path.exists, exec
     else:
         argv = [binary] + args
         run_env = dict((k, v) for k, v in env.items() if v is not None)
-    return JobPlan(p["test"], argv, binary, launcher, use_json, run_env, normalized, implementation, warnings)
+    return JobPlan(p["test"], argv, binary, launcher, use_json, run_env, normalized, implementation, warnings,
+                   launch=launch)
+
+
+def _resolve_launcher(launcher, p, find, run_command):
+    """The shared launcher resolution; ``find(name, None)`` is the PATH lookup."""
+    try:
+        return L.resolve_launcher(launcher, p, lambda name: find(name, None), lambda argv: run_command(argv, None))
+    except L.LauncherError as exc:
+        raise NcclJobError(str(exc))
 
 
 def _default_scope(p):

@@ -144,3 +144,26 @@ def build_argv(fio_bin, opts):
             argv.append("--group_reporting=0")
     argv += list(opts.get("extra_args") or [])
     return argv
+
+
+# I/O patterns that only read: such a job on a file or device that is there changes nothing.
+READ_ONLY_PATTERNS = ("read", "randread")
+# fio options in extra_args that can turn a read job into one that writes.
+_WRITE_OPTIONS = ("rw", "readwrite", "fill_device", "fill_fs")
+
+
+def writes_data(opts, exists):
+    """Whether the job changes what is on the target - fio_run's ``changed``, from the options alone.
+
+    True for a write or trim pattern, for a job file (its jobs are not read here), for
+    extra_args that set an option of :data:`_WRITE_OPTIONS`, and for a read job on a file
+    that is not there yet (fio creates and lays it out first). ``exists(path) -> bool``.
+    """
+    if opts.get("job_file"):
+        return True
+    if opts.get("rw") not in READ_ONLY_PATTERNS:
+        return True
+    for arg in opts.get("extra_args") or []:
+        if str(arg).lstrip("-").split("=", 1)[0] in _WRITE_OPTIONS:
+            return True
+    return not exists(opts["filename"])

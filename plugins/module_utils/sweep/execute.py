@@ -5,7 +5,8 @@
 """Running a sweep: each round's tests at the same time, through the MPI launcher code.
 
 ``Executor(base_params, implementation, ...)``
-    Plans (``plan(tests, addresses)``: the launcher argv of every job, validated through
+    ``base_params``: the launcher options of every job, under their shared names
+    (:mod:`mpi.launch_options`; the aliases are accepted). Plans (``plan(tests, addresses)``: the launcher argv of every job, validated through
     :func:`mpi.job.plan_job`, nothing run) and runs (``measure(tests, addresses)``) the
     jobs of one test set on a set of nodes, one after the other, and reads each test's
     number. ``run_job`` and ``write_hostfile`` are constructor arguments so unit tests
@@ -23,10 +24,11 @@
 from __future__ import annotations
 
 import os
-import shlex
 import threading
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import job as mpi_job
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import job_result as JR
+from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launch_options
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher as L
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import runner as R
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.parsers import parse_output
@@ -52,7 +54,7 @@ def _parse(kind, text):
 class Executor(object):
     def __init__(self, base_params, implementation, local_slots, resolves, find_program, slots_per_node=1,
                  timeout=None, hostfile_dir=None, run_job=None, write_hostfile=None):
-        self.base = dict(base_params)
+        self.base = launch_options.with_canonical_names(base_params)
         self.implementation = implementation
         self.local_slots = local_slots
         self.resolves = resolves
@@ -67,11 +69,11 @@ class Executor(object):
             # srun hands its own environment to the tasks (--export=ALL is its default), and
             # --export cannot carry a comma (btl=tcp,self): the ranks' variables and the MCA
             # parameters (as OMPI_MCA_<name>) go into srun's environment instead.
-            run_env = dict((str(k), v) for k, v in (self.base.get("env") or {}).items() if v is not None)
+            run_env = dict((str(k), v) for k, v in (self.base.get("environment") or {}).items() if v is not None)
             for name, value in (self.base.get("mca") or {}).items():
                 run_env.setdefault("OMPI_MCA_%s" % name, value)
             self.run_env = run_env
-            self.base["env"] = {}
+            self.base["environment"] = {}
             self.base["mca"] = {}
 
     def plan(self, tests, addresses):
@@ -83,9 +85,8 @@ class Executor(object):
                                         self.find_program(job["program"]))
             except mpi_job.MpiJobError as exc:
                 raise SweepRunError("%s on %s: %s" % (", ".join(job["tests"]), ", ".join(addresses), exc))
-            planned.append({"job": job, "plan": plan,
-                            "command": " ".join(shlex.quote(a) for a in mpi_job.with_hostfile(
-                                plan["argv"], "<hostfile>" if plan["hostfile_content"] else None))})
+            shown = mpi_job.with_hostfile(plan["argv"], "<hostfile>" if plan["hostfile_content"] else None)
+            planned.append({"job": job, "plan": plan, "argv": shown, "command": JR.command_line(shown)})
         return planned
 
     def measure(self, tests, addresses):
@@ -109,8 +110,8 @@ class Executor(object):
             finally:
                 if hostfile and os.path.exists(hostfile):
                     os.unlink(hostfile)
-            record = {"tests": list(job["tests"]), "command": item["command"], "rc": run["rc"],
-                      "duration": run["duration"], "timed_out": run["timed_out"], "error": None}
+            record = {"tests": list(job["tests"]), "error": None}
+            record.update(JR.job_record(item["argv"], run))
             error = None
             parsed = None
             if run.get("cancelled"):

@@ -107,7 +107,7 @@ def submitted(slurm):
 
 def test_check_mode_shows_the_sbatch_command_and_submits_nothing(slurm):
     result = run_module(slurm, check_mode=True, parse="seed")
-    assert result["changed"] is True and result["ran"] is False and not result.get("failed")
+    assert result["changed"] is False and result["ran"] is False and not result.get("failed")
     assert result["cmd"][0].endswith("/sbatch") and "--parsable" in result["cmd"] and "--time=2" in result["cmd"]
     assert result["batch"]["job_id"] is None and result["batch"]["output_dir"] is None
     assert "--output=%s/<private dir>/aiinfra-mpi-%%j.out" % slurm["out"] in result["cmd"]

@@ -77,7 +77,7 @@ def test_binary_without_json_is_parsed_from_text(tmp_path, bindir):
     r = run_module(tmp_path, test="alltoall", binary_dir=str(bindir), maxbytes="8G", expected_gpus=16,
                    environment=replay("rtx6000d_alltoall_mpirun_2.18.3.txt", REPLAY_NCCL_NO_JSON="1"))
     assert not r.get("failed"), r.get("msg")
-    assert r["result_source"] == "text" and "-J" not in r["command"]
+    assert r["result_source"] == "text" and "-J" not in r["argv"]
     assert r["version"]["nccl"] == "2.30.3+cuda13.0" and r["peak_busbw"] == 35.9
 
 
@@ -114,7 +114,9 @@ def test_check_mode_reports_the_command_and_runs_nothing(tmp_path, bindir):
                    environment=replay("rtx5090_alltoall_wide_numbers.txt", REPLAY_NCCL_NO_JSON="1",
                                       REPLAY_NCCL_RECORD=str(record)))
     assert r["changed"] is False and not r.get("failed")
-    assert r["command"] == [str(bindir / "all_reduce_perf"), "-b", "8", "-e", "1G", "-f", "2", "-g", "2", "-t", "1"]
+    # argv (list) and command (string) as in every job module; cmd stays nccl_test's string (issue 36).
+    assert r["argv"] == [str(bindir / "all_reduce_perf"), "-b", "8", "-e", "1G", "-f", "2", "-g", "2", "-t", "1"]
+    assert r["command"] == r["cmd"] == " ".join(r["argv"])
     # Only the usage probe (-h) ran, which is read-only.
     assert json.loads(record.read_text())["argv"] == ["-h"]
 
