@@ -235,4 +235,3 @@ def test_each_package_has_one_error_family(base):
 def test_a_stop_signal_is_not_an_error():
     from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import runner, sbatch
     assert not issubclass(runner._Cancelled, MpiError) and not issubclass(sbatch._Stopped, MpiError)
-

@@ -157,9 +157,8 @@ def test_return_docs_describe_the_shared_shape(module):
     if name != "fabric_sweep":
         assert returned["argv"]["type"] == "list" and returned["command"]["type"] == "str"
         assert returned["cmd"]["type"] == {"mpi_run": "list", "nccl_test": "str"}[name]
-        assert "Deprecated" in " ".join(returned["cmd"]["description"] if isinstance(returned["cmd"]["description"],
-                                                                                       list)
-                                        else [returned["cmd"]["description"]])
+        description = returned["cmd"]["description"]
+        assert "Deprecated" in " ".join(description if isinstance(description, list) else [description])
 
 
 def test_fio_run_changes_only_what_it_writes(monkeypatch, tmp_path):
