@@ -21,6 +21,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.capabilities i
     ConnectCapabilities, parse_long_options, saved_connections_format,
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.load import KeyLoader
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.errors import NvmeError
 
 NVME_ENV = {"LC_ALL": "C", "LANG": "C"}
 
@@ -59,7 +60,7 @@ SECRET_VALUES = ("dhchap_secret", "dhchap_ctrl_secret", "tls_key")
 SECRET_OPTIONS = ("--dhchap-secret", "--dhchap-ctrl-secret", "--tls_key", "--tls-key")
 
 
-class NvmeCliError(Exception):
+class NvmeCliError(NvmeError):
     """A failed nvme-cli command, classified; ``kind`` is a short word for the cause."""
 
     def __init__(self, msg, kind="command", rc=None, stdout="", stderr="", cmd=None, kernel=None):

@@ -47,6 +47,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.persist_ini im
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.keyring import parse_serial
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.load import KeyringError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.store import DEFAULT_KEYRING
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.errors import NvmeError
 
 CONNECT_VIA_KERNEL = ("connect through %s (another host NQN of this machine is connected to this subsystem and "
                       "address, which nvme-cli before 2.6 refuses as already connected)" % FABRICS_DEV)
@@ -95,7 +96,7 @@ def kernel_values(desired, cli):
     return values
 
 
-class ConnectFailure(Exception):
+class ConnectFailure(NvmeError):
     """A connection that cannot (or did not) converge: the message, and what fail_json shows with it."""
 
     def __init__(self, msg, **details):

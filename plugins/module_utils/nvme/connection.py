@@ -16,6 +16,7 @@ import uuid
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.sysfs import DISCOVERY_NQN
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.psk import PskError, parse_psk
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.errors import NvmeError
 
 TRANSPORTS = ("tcp", "rdma", "fc", "loop")
 # NVMe base spec 4.5: "nqn.yyyy-mm.<reverse domain>[:<string>]", at most 223 bytes;
@@ -49,7 +50,7 @@ def address_spec():
     )
 
 
-class ValidationError(ValueError):
+class ValidationError(NvmeError, ValueError):
     pass
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import re
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.errors import NvmeError
+
 # The clat percentiles fio prints by default, under the names we publish.
 PERCENTILES = (("p50", "50.000000"), ("p90", "90.000000"), ("p95", "95.000000"),
                ("p99", "99.000000"), ("p99_9", "99.900000"))
@@ -21,7 +23,7 @@ _SIZE_RE = re.compile(r"^[0-9]+(\.[0-9]+)?[kKmMgGtTpP]?(i?[bB])?%?$")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
 
-class FioError(Exception):
+class FioError(NvmeError):
     def __init__(self, msg, **details):
         super(FioError, self).__init__(msg)
         self.msg = msg

@@ -22,6 +22,7 @@ import re
 
 # The sysfs attribute readers of the nvme package (stripped text or None; int or None).
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.sysfs import _int_or_none, _read, parse_address
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.errors import NvmeError
 
 IOPOLICIES = ("numa", "round-robin", "queue-depth")
 # "queue-depth" was added to nvme-multipath in Linux 6.11.
@@ -39,7 +40,7 @@ _RELEASE = re.compile(r"^(\d+)\.(\d+)")
 _WWID_LINK = re.compile(r"^nvme-(uuid|eui|nvme)\.")
 
 
-class MultipathError(ValueError):
+class MultipathError(NvmeError, ValueError):
     pass
 
 

@@ -15,13 +15,14 @@ import time
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.multipath import (
     MultipathError, missing_subsystems, path_shortfall, plan_iopolicy,
 )
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.errors import NvmeError
 
 NATIVE_OFF = ("native NVMe multipath is off on this host (nvme_core multipath=%s): put 'options nvme_core "
               "multipath=Y' in /etc/modprobe.d/ and reboot (or reload nvme_core with no NVMe device in use), or set "
               "require_native_multipath=false")
 
 
-class MultipathFailure(Exception):
+class MultipathFailure(NvmeError):
     """The multipath step failed; ``result`` is what it had read so far."""
 
     def __init__(self, msg, result):

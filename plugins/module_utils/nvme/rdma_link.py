@@ -23,6 +23,8 @@ import json
 import os
 import re
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.errors import NvmeError
+
 LINK_TYPES = ("rxe", "siw")
 KERNEL_MODULES = {"rxe": "rdma_rxe", "siw": "siw"}
 UNIT_DIR = "/etc/systemd/system"
@@ -37,7 +39,7 @@ _UNIT_NETDEV_RE = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
 _UNIT_NAME_RE = re.compile(r"^[A-Za-z0-9:_.@-]+\.service$")
 
 
-class RdmaLinkError(Exception):
+class RdmaLinkError(NvmeError):
     """A validation or command error, with a message meant for the user."""
 
     def __init__(self, msg, **details):

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import json
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.errors import NvmeError
+
 # wipefs --output columns; USAGE says what a signature is (filesystem, raid,
 # partition-table, crypto, other).
 WIPEFS_COLUMNS = "DEVICE,OFFSET,TYPE,USAGE,UUID,LABEL"
 
 
-class SignatureError(Exception):
+class SignatureError(NvmeError):
     pass
 
 

@@ -16,11 +16,13 @@ import ctypes
 import errno
 import os
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.errors import TlsError
+
 KEY_SPEC_SESSION_KEYRING = -3
 LIBRARY = "libkeyutils.so.1"
 
 
-class KernelKeyError(Exception):
+class KernelKeyError(TlsError):
     """A keyring call failed; the message names the call, the key description and the errno."""
 
 

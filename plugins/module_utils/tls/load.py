@@ -25,11 +25,12 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.keyring import 
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.psk import PskError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.store import DEFAULT_STORE, parse_store
+from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.errors import TlsError
 
 ENV = {"LC_ALL": "C", "LANG": "C"}
 
 
-class KeyringError(Exception):
+class KeyringError(TlsError):
     pass
 
 

@@ -21,13 +21,15 @@ import re
 import struct
 import zlib
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.errors import TlsError
+
 PSK_PREFIX = "NVMeTLSkey-1"
 _PSK_RE = re.compile(r"^NVMeTLSkey-1:(0[12]):([A-Za-z0-9+/]+={0,2}):$")
 KEY_LENGTHS = {"01": 32, "02": 48}
 NQN_RE = re.compile(r"^nqn\.[0-9]{4}-[0-9]{2}\.[^ ]{1,216}$")
 
 
-class PskError(ValueError):
+class PskError(TlsError, ValueError):
     """Bad key input; the message never contains the key."""
 
 

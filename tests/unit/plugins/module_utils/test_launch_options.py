@@ -15,7 +15,9 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launch_o
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher as L
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.errors import MpiError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl.errors import NcclError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.errors import NvmeError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep.errors import SweepError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.errors import TlsError
 from ansible_collections.aiinfra.fabric.plugins.modules import fabric_sweep, mpi_run, nccl_test
 
 MODULES = {"mpi_run": mpi_run, "nccl_test": nccl_test, "fabric_sweep": fabric_sweep}
@@ -195,6 +197,10 @@ def test_the_modules_no_longer_carry_their_own_lookup_helpers():
 # --------------------------------------------------------------------------- one error family per package
 
 FAMILIES = {
+    NvmeError: ("nvme", ["cli.NvmeCliError", "connection.ValidationError", "connect_run.ConnectFailure",
+                         "multipath.MultipathError", "multipath_run.MultipathFailure", "signatures.SignatureError",
+                         "rdma_link.RdmaLinkError", "fio.FioError"]),
+    TlsError: ("tls", ["psk.PskError", "kernel_keys.KernelKeyError", "load.KeyringError"]),
     MpiError: ("mpi", ["launcher.LauncherError", "sbatch.BatchError", "sbatch.UnsafeOutput", "job.MpiJobError",
                        "expect.ExpectError"]),
     NcclError: ("nccl", ["command.NcclTestsError", "catalog.CatalogError", "transport.TransportError",
@@ -213,10 +219,13 @@ def test_each_package_has_one_error_family(base):
         module, name = member.split(".")
         cls = getattr(importlib.import_module("ansible_collections.aiinfra.fabric.plugins.module_utils.%s.%s"
                                               % (package, module)), name)
-        assert issubclass(cls, base) and issubclass(cls, ValueError), member
-        assert str(cls("the message")) == "the message"
+        assert issubclass(cls, base), member
+        if base in (MpiError, NcclError, SweepError) or name in ("ValidationError", "MultipathError", "PskError"):
+            # These were ValueErrors; the family keeps them so.
+            assert issubclass(cls, ValueError), member
         found.add(member)
     # Every public exception class of the package is in the family (private stop signals aside).
+    # (Constructors differ - FioError(msg, **details), NvmeCliError(argv, rc, ...) - so none is built here.)
     here = os.path.dirname(importlib.import_module(
         "ansible_collections.aiinfra.fabric.plugins.module_utils.%s.errors" % package).__file__)
     declared = set()
