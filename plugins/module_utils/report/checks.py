@@ -32,9 +32,8 @@ WARN = "warn"
 FAIL = "fail"
 _RANK = {PASS: 0, WARN: 1, FAIL: 2}
 
-# Correctness metrics and the value they must have ("nccl.wrong": 0, "mpi.check_passed": True,
-# "<benchmark>.run_passed": True for a run, job or fact that says it failed, ...): each
-# benchmark's own expectations, from the registry.
+# Correctness metrics and the value they must have (NCCL's #wrong 0, the MPI sums right, every
+# run, job or fact passed, ...): each benchmark's own expectations, from the registry.
 BUILTIN_EXPECT = builtin_expect()
 
 # Selector keys a reference may match on besides the metric labels.
