@@ -15,13 +15,6 @@ from __future__ import annotations
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.base import ReportError, verdict
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks import REGISTRY, RESULT_FACTS
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks.kind import RunFacts
-# The adapters, where they were before the registry (tests and older callers import them here).
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks.fio import adapt_fio  # noqa: F401
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks.mpi import adapt_mpi  # noqa: F401
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks.nccl import adapt_nccl  # noqa: F401
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks.nvmeof import (  # noqa: F401
-    adapt_nvmeof)
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks.sweep import adapt_sweep  # noqa: F401
 
 
 def _fact_verdict(bench, host, benchmark, name, fact, records):

@@ -21,7 +21,6 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.report.base import 
     EXACT, HIGHER, LOWER, ReportError)
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks import (  # noqa: F401
     BENCHMARKS, REGISTRY, RESULT_FACTS)
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks.fio import FIO_PERCENTILES  # noqa: F401
 
 SCHEMA = "aiinfra.fabric.results"
 SCHEMA_VERSION = 1
