@@ -16,11 +16,8 @@ Python 3.9 syntax like the rest of module_utils.
 
 from __future__ import annotations
 
-# The names other modules import from here: the shared base and the registry's lists.
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report.base import (  # noqa: F401
-    EXACT, HIGHER, LOWER, ReportError)
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks import (  # noqa: F401
-    BENCHMARKS, REGISTRY, RESULT_FACTS)
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.base import EXACT, HIGHER, LOWER, ReportError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks import BENCHMARKS, REGISTRY, RESULT_FACTS
 
 SCHEMA = "aiinfra.fabric.results"
 SCHEMA_VERSION = 1
@@ -77,3 +74,8 @@ def derive_metrics(benchmarks, hosts):
     _unique_ids(metrics)
     metrics.sort(key=lambda m: m["id"])
     return metrics
+
+
+# With the shared base's and the registry's names that other modules import from here.
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "RECORD_LISTS", "RESULT_FACTS", "BENCHMARKS", "HIGHER", "LOWER", "EXACT",
+           "ReportError", "derive_metrics"]
