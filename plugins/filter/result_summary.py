@@ -9,9 +9,9 @@ name: result_summary
 short_description: A few readable lines per host from the collection's result facts
 version_added: 0.1.0
 description:
-  - Turns the result facts the roles set (C(nvmeof_target_result), C(nvmeof_initiator_result), C(mpi_bench_result),
-    C(nccl_tests_result)) into short lines, each starting with the host's name - what was set up, the device,
-    the I/O check's outcome, fio IOPS and latency, MPI numbers, NCCL bus bandwidth and pass/fail.
+  - Turns the result facts the collection's roles set (the choices of O(aiinfra.fabric.fabric_report#module:facts))
+    into short lines, each starting with the host's name - what was set up, the device, the I/O check's outcome,
+    fio IOPS and latency, MPI numbers, NCCL bus bandwidth, the sweep's suspects and pass/fail.
   - The main playbooks show these lines at their end.
 options:
   _input:
@@ -46,7 +46,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report.model import RESULT_FACTS
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks import RESULT_FACTS
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.summary import summary_lines
 
 

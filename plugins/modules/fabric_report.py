@@ -13,9 +13,9 @@ short_description: Write one report of a run's benchmark results, judged against
 version_added: 0.1.0
 description:
   - Runs on the controller (an action plugin; it never connects to a host). Collects the result facts the
-    collection's benchmark roles set on each host (C(nvmeof_target_result), C(nvmeof_initiator_result) with its fio
-    summary, C(mpi_bench_result), C(nccl_tests_result) with its C(single_node) and C(multi_node) runs and their catalog verdicts,
-    C(fabric_sweep_result) with each pair's numbers and the suspects) from
+    collection's benchmark roles set on each host (O(facts) - the NVMe-oF target and initiator results, the
+    latter with its fio summary, the MPI jobs, the NCCL runs with their catalog verdicts, the pairwise sweep with
+    each pair's numbers and the suspects; docs/results-schema.md says what is read from each) from
     C(hostvars), and the results earlier C(ansible-playbook) runs saved in O(saved_results), and writes a new
     timestamped folder under
     O(output_dir) with C(results.json) (schema C(aiinfra.fabric.results) version 1, see docs/results-schema.md),
@@ -42,6 +42,7 @@ author:
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
   - aiinfra.fabric.attributes.controller_action
+  - aiinfra.fabric.result_facts
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
@@ -75,10 +76,6 @@ options:
     elements: str
   facts:
     description: Result facts to collect.
-    type: list
-    elements: str
-    choices: [nvmeof_target_result, nvmeof_initiator_result, mpi_bench_result, nccl_tests_result, fabric_sweep_result]
-    default: [nvmeof_target_result, nvmeof_initiator_result, mpi_bench_result, nccl_tests_result, fabric_sweep_result]
   inputs:
     description:
       - More results to include, as files (JSON, or YAML ending in C(.yml)/C(.yaml)) holding either a previous

@@ -31,6 +31,7 @@ author:
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
   - aiinfra.fabric.attributes.controller_action
+  - aiinfra.fabric.result_facts
 options:
   folder:
     description: The saved-results folder, for example C(results/hosts).
@@ -38,10 +39,6 @@ options:
     required: true
   facts:
     description: The result facts to save, when the host has them.
-    type: list
-    elements: str
-    choices: [nvmeof_target_result, nvmeof_initiator_result, mpi_bench_result, nccl_tests_result, fabric_sweep_result]
-    default: [nvmeof_target_result, nvmeof_initiator_result, mpi_bench_result, nccl_tests_result, fabric_sweep_result]
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.

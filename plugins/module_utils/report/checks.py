@@ -24,26 +24,17 @@ from __future__ import annotations
 
 import fnmatch
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report.model import EXACT, HIGHER, LOWER, ReportError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.base import EXACT, HIGHER, LOWER, ReportError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks import builtin_expect
 
 PASS = "pass"
 WARN = "warn"
 FAIL = "fail"
 _RANK = {PASS: 0, WARN: 1, FAIL: 2}
 
-# Correctness metrics and the value they must have.
-BUILTIN_EXPECT = {
-    "nccl.wrong": 0,
-    "fio.error": 0,
-    "mpi.check_passed": True,
-    "nvmeof.io_check": True,
-    # A result (a run, a job, a role's fact) that says it failed.
-    "nccl.run_passed": True,
-    "mpi.run_passed": True,
-    "nvmeof.run_passed": True,
-    # A pairwise sweep that named a suspect node or link.
-    "sweep.run_passed": True,
-}
+# Correctness metrics and the value they must have (NCCL's #wrong 0, the MPI sums right, every
+# run, job or fact passed, ...): each benchmark's own expectations, from the registry.
+BUILTIN_EXPECT = builtin_expect()
 
 # Selector keys a reference may match on besides the metric labels.
 HOST_SELECTORS = ("host", "host_class", "gpu_model", "transport")

@@ -9,6 +9,7 @@ An empty run fails: a report that proves nothing must not read as a pass.
 from __future__ import annotations
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.baseline import check_baseline
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks import RESULT_FACTS
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.checks import (
     FAIL, PASS, WARN, _fmt, check_builtin, check_missing_references, check_references, worst)
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.outliers import check_outliers
@@ -25,8 +26,7 @@ def failure_line(check):
         bound, detail)
 
 
-NO_RESULTS = ("no results to report: no host has a result fact (nvmeof_target_result, nvmeof_initiator_result, "
-              "mpi_bench_result, nccl_tests_result)")
+NO_RESULTS = "no results to report: no host has a result fact (%s)" % ", ".join(RESULT_FACTS)
 
 
 def summarize(metrics, checks, empty_hint=None):

@@ -15,17 +15,13 @@ median or the MAD, as it moved the mean and the fixed +/-30 %% band before.
 
 from __future__ import annotations
 
+from statistics import median
+
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.checks import (
     FAIL, PASS, WARN, _check, _fmt)
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.model import HIGHER, LOWER
 
 MAD_SCALE = 1.4826
-
-
-def median(values):
-    values = sorted(values)
-    n = len(values)
-    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2.0
 
 
 def check_outliers(metrics, z=3.5, min_deviation=0.1, min_hosts=4, gate=False, peer_keys=("gpu_model", "host_class")):

@@ -4,12 +4,14 @@
 """Rendering a results document: CSV per benchmark, a Markdown summary, an HTML page.
 
 :func:`render_files` returns ``{file name: text}``; writing them is the caller's job.
-report.html and summary.md come from Jinja2 templates shipped in the collection
-(roles/fabric_report/templates), report.html with autoescaping, summary.md through a
-Markdown-escaping filter: no value reaches either file unescaped. Plots (plots.py) are
-embedded in the HTML as base64 SVG images, so the page is one self-contained file that
-needs no network and no JavaScript. Failures come first, then hosts (each with its
-metrics folded), then each benchmark with its plots.
+report.html and summary.md come from the Jinja2 templates beside this file (templates/;
+the action plugin runs on the controller, where this file is a file of the installed
+collection), report.html with autoescaping, summary.md through a Markdown-escaping filter:
+no value reaches either file unescaped. Plots are embedded in the HTML as base64 SVG images,
+so the page is one self-contained file that needs no network and no JavaScript. Failures
+come first, then hosts (each with its metrics folded), then each benchmark's section with
+its plots. What a benchmark puts in its CSV file, its section and its plots is its own
+(report/benchmarks/); this file loops over the registry.
 """
 
 from __future__ import annotations
@@ -20,28 +22,19 @@ import io
 import json
 import os
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report.plots import _size_label, make_plots
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks import BY_NAME, REGISTRY, sections
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.plots import make_plots
 
 try:
     import jinja2
 except ImportError:  # pragma: no cover - Jinja2 comes with ansible-core
     jinja2 = None
 
-# The collection's root, from plugins/module_utils/report/render.py.
-TEMPLATE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "roles", "fabric_report",
-                            "templates")
+# report.html.j2 and summary.md.j2, beside this file.
+TEMPLATE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
 
-CSV_COLUMNS = {
-    "nccl": ["host", "run", "test", "scope", "hosts", "nranks", "gpu_model", "size", "count", "type", "redop", "root",
-             "oop_time_us", "oop_algbw", "oop_busbw", "oop_wrong", "ip_time_us", "ip_algbw", "ip_busbw", "ip_wrong"],
-    "mpi": ["host", "run", "program", "test", "kind", "np", "scope", "hosts", "check_passed", "size", "latency_us",
-            "bandwidth_mbps", "min_us", "max_us", "iterations"],
-    "fio": ["host", "job", "direction", "device", "transport", "error", "iops", "bw_bytes", "bw_mib", "lat_kind",
-            "lat_mean_us", "lat_p50_us", "lat_p90_us", "lat_p95_us", "lat_p99_us", "lat_p99_9_us", "lat_max_us"],
-    "nvmeof": ["host", "role", "state", "transport", "subsystem", "devices", "mount", "ports", "io_check", "io_sha256"],
-    "sweep": ["host", "run", "launcher", "test", "pair", "value", "unit", "better", "size", "median", "vs_median",
-              "expected", "vs_expected", "low", "error"],
-}
+# Each benchmark's CSV columns, by benchmark (its file is <benchmark>.csv).
+CSV_COLUMNS = dict((b.name, b.csv_columns) for b in REGISTRY)
 METRIC_COLUMNS = ["id", "host", "benchmark", "metric", "labels", "value", "unit", "better", "status"]
 CHECK_COLUMNS = ["host", "key", "value", "unit", "source", "status", "gated", "target", "lower_bound", "upper_bound",
                  "message"]
@@ -90,37 +83,7 @@ def _csv(columns, rows):
 
 def csv_rows(benchmark, records):
     """Flatten a benchmark's records into CSV rows (one per table row of the tool)."""
-    out = []
-    for r in records:
-        if benchmark == "nccl":
-            for row in r["rows"] or [{}]:
-                oop, ip = row.get("out_of_place") or {}, row.get("in_place") or {}
-                flat = dict((k, r.get(k)) for k in ("host", "run", "test", "scope", "hosts", "nranks", "gpu_model"))
-                flat.update(dict((k, row.get(k)) for k in ("size", "count", "type", "redop", "root")))
-                for prefix, side in (("oop_", oop), ("ip_", ip)):
-                    for k in ("time_us", "algbw", "busbw", "wrong"):
-                        flat[prefix + k] = side.get(k)
-                out.append(flat)
-        elif benchmark == "mpi":
-            for row in r["rows"] or [{}]:
-                flat = dict((k, r.get(k)) for k in ("host", "run", "program", "test", "kind", "np", "scope", "hosts",
-                                                    "check_passed"))
-                flat.update(row)
-                out.append(flat)
-        elif benchmark == "fio":
-            flat = dict(r)
-            flat["bw_mib"] = round(r["bw_bytes"] / 1048576.0, 3) if r.get("bw_bytes") is not None else None
-            for k in ("mean", "p50", "p90", "p95", "p99", "p99_9", "max"):
-                flat["lat_%s_us" % k] = (r.get("lat_us") or {}).get(k)
-            out.append(flat)
-        elif benchmark == "sweep":
-            for pair in r["pairs"]:
-                flat = dict((k, r.get(k)) for k in ("host", "run", "launcher"))
-                flat.update(pair)
-                out.append(flat)
-        else:
-            out.append(r)
-    return out
+    return BY_NAME[benchmark].csv_rows(records)
 
 
 # --------------------------------------------------------------------------- templates
@@ -172,26 +135,24 @@ def _environment(template_dir=None, html=True):
 
 def _plot_anchor(check, plots):
     """The id of the plot a failed check's metric is drawn in, for a link from the failure."""
-    labels = check.get("labels") or {}
-    bench = (check.get("metric") or "").split(".", 1)[0]
-    wanted = None
-    if bench == "nccl" and labels.get("test"):
-        wanted = "nccl-%s" % labels["test"]
-    elif bench == "fio":
-        wanted = "fio-latency" if "lat" in check["metric"] else "fio-throughput"
-    elif bench == "mpi" and labels.get("program") and labels.get("test"):
-        what = "bandwidth" if "bandwidth" in check["metric"] else "latency"
-        wanted = "mpi-%s-%s-%s" % (labels["program"], labels["test"], what)
+    bench = BY_NAME.get((check.get("metric") or "").split(".", 1)[0])
+    wanted = bench.plot_anchor(check) if bench else None
     ids = set(p["id"] for group in plots.values() for p in group)
     return wanted if wanted in ids else None
 
 
-def _catalog_cell(record):
-    """The nccl_test module's catalog verdict of a run: a status badge and its sentence."""
-    expectation = record.get("expectation") or {}
-    if not expectation.get("status"):
-        return None
-    return {"badge": expectation["status"], "text": expectation.get("text") or ""}
+def _sections(benchmarks, plots):
+    """Each benchmark's part of report.html, in the page's order; ``present`` when it has records."""
+    out = []
+    for bench in sections():
+        records = benchmarks.get(bench.name) or []
+        part = {"name": bench.name, "present": bool(records), "plots": None, "notes": None}
+        if records:
+            part.update(bench.section(records))
+            if bench.plot is not None:
+                part["plots"] = plots.get(bench.name, [])
+        out.append(part)
+    return out
 
 
 def _context(document, plots):
@@ -199,8 +160,6 @@ def _context(document, plots):
     status = summary["metric_status"]
     plots = dict((k, [{"id": pid, "caption": caption, "data": base64.b64encode(svg).decode("ascii")}
                       for pid, caption, svg in v]) for k, v in (plots or {}).items())
-    for k in ("nccl", "mpi", "fio"):
-        plots.setdefault(k, [])
     failed_checks = [c for c in document["checks"] if c["status"] == "fail"]
     # summary["failures"]: any run-level lines (no results) first, then one per failed check, in order.
     first = len(summary["failures"]) - len(failed_checks)
@@ -222,29 +181,9 @@ def _context(document, plots):
                              "metrics": [(m["key"], m["value"], m["unit"],
                                           {"badge": status[m["id"]]} if m["id"] in status else "-") for m in ms]})
     return {
-        "document": document, "run": run, "summary": summary, "b": b, "plots": plots, "css": _CSS,
+        "document": document, "run": run, "summary": summary, "b": b, "css": _CSS,
         "colours": STATUS_COLOURS, "baseline": document.get("baseline"), "failures": failures,
-        "host_rows": host_rows, "host_details": host_details,
-        "nccl_rows": [(r["host"] if r["scope"] == "single" else "+".join(r["hosts"]), r["test"], r.get("sizes"),
-                       r["scope"], r["nranks"], r["gpu_model"], r["peak_busbw"],
-                       _size_label(r["peak_size"]) if r["peak_size"] else None, r["busbw_at_max_size"], r["avg_busbw"],
-                       r["wrong_total"], r.get("passed"), r["version"],
-                       (r.get("expectation") or {}).get("expected_busbw"), _catalog_cell(r)) for r in b.get("nccl", [])],
-        "mpi_rows": [(r["host"], r["program"], r["test"], r["kind"], r["np"], " ".join(r["hosts"]), r["check_passed"],
-                      r.get("passed"), len(r["rows"]), r["rc"], r["duration"]) for r in b.get("mpi", [])],
-        "fio_rows": [(r["host"], r["job"], r["direction"], r["device"], r["transport"], r["iops"],
-                      round(r["bw_bytes"] / 1048576.0, 3) if r["bw_bytes"] is not None else None,
-                      r["lat_us"].get("p50"), r["lat_us"].get("p99"), r["lat_us"].get("p99_9"), r["error"])
-                     for r in b.get("fio", [])],
-        "sweep_rows": [(r["host"], r["launcher"], p["test"], p["pair"], p["value"], p["unit"], p["median"],
-                        p["vs_median"], p["expected"], {"badge": "low" if p["low"] else "ok"}, p["error"])
-                       for r in b.get("sweep", []) for p in r["pairs"]],
-        "sweep_verdicts": [{"host": r["host"], "launcher": r["launcher"], "nodes": r["nodes"], "passed": r["passed"],
-                            "failure": r["failure"], "exclude_option": r["exclude_option"],
-                            "lines": [line for line in r["lines"] if not line.startswith(("ok ", "LOW "))]}
-                           for r in b.get("sweep", [])],
-        "nvmeof_rows": [(r["host"], r["role"], r["transport"], r["subsystem"], " ".join(r["devices"]), r["mount"],
-                         r["io_check"], r.get("passed"), r["io_sha256"]) for r in b.get("nvmeof", [])],
+        "host_rows": host_rows, "host_details": host_details, "sections": _sections(b, plots),
         # Failures first, then warnings, then the rest.
         "check_rows": [(c["host"], c["key"], c["value"], c["unit"], c["source"], {"badge": c["status"]}, c["gated"],
                         c["bound"], c["message"])
@@ -268,15 +207,15 @@ def render_html(document, plots=None, template_dir=None):
 def render_files(document, plots=True, template_dir=None):
     """``{file name: text}`` for the results folder. ``document["files"]`` is filled in."""
     files = {}
-    for bench in ("nccl", "mpi", "fio", "nvmeof", "sweep"):
-        if document["benchmarks"].get(bench):
-            files["%s.csv" % bench] = _csv(CSV_COLUMNS[bench], csv_rows(bench, document["benchmarks"][bench]))
+    for bench in REGISTRY:
+        if document["benchmarks"].get(bench.name):
+            files["%s.csv" % bench.name] = _csv(bench.csv_columns, bench.csv_rows(document["benchmarks"][bench.name]))
     status = document["summary"]["metric_status"]
     files["metrics.csv"] = _csv(METRIC_COLUMNS, [dict(m, status=status.get(m["id"])) for m in document["metrics"]])
     files["checks.csv"] = _csv(CHECK_COLUMNS, document["checks"])
     names = sorted(list(files) + ["results.json", "summary.md", "report.html"])
     document["files"] = names
     files["summary.md"] = render_markdown(document, template_dir)
-    files["report.html"] = render_html(document, make_plots(document) if plots else None, template_dir)
+    files["report.html"] = render_html(document, make_plots(document, sections()) if plots else None, template_dir)
     files["results.json"] = json.dumps(document, indent=2, sort_keys=True) + "\n"
     return files

@@ -45,6 +45,8 @@ and as sentences; ``group_wide`` says more than half the nodes are suspects, and
 
 from __future__ import annotations
 
+import statistics
+
 from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import hostlist as H
 from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep.errors import SweepError
 
@@ -57,13 +59,9 @@ class RankError(SweepError):
 
 
 def median(values):
-    values = sorted(values)
-    if not values:
-        return None
-    mid = len(values) // 2
-    if len(values) % 2:
-        return values[mid]
-    return (values[mid - 1] + values[mid]) / 2.0
+    """The median (of an even count, the mean of the middle two); None for no values."""
+    values = list(values)
+    return statistics.median(values) if values else None
 
 
 def goodness(value, base, better):

@@ -14,6 +14,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "fi
 
 import build_facts  # noqa: E402
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report import collect as K, model as M  # noqa: E402
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks import (  # noqa: E402
+    fio as FIO, mpi as MPI, nccl as NCCL)
 
 
 def by_id(metrics):
@@ -22,7 +24,7 @@ def by_id(metrics):
 
 def test_nccl_multi_node_run_from_real_output():
     run = build_facts.nccl_run("cscs_gh200_all_reduce_srun_2.17.1.txt", "all_reduce")
-    (rec,) = K.adapt_nccl("gpu1", {"runs": [run]})
+    (rec,) = NCCL.adapt_nccl("gpu1", {"runs": [run]})
     assert rec["test"] == "all_reduce"
     assert rec["scope"] == "multi" and rec["hosts"] == ["nid005471", "nid005487"]
     assert rec["nranks"] == 8 and rec["gpu_model"] == "NVIDIA GH200 120GB"
@@ -40,7 +42,7 @@ def test_nccl_unchecked_run_has_no_wrong_metric():
     # DeepOps' expected output prints N/A in the error columns: checking was off.
     run = build_facts.nccl_run("deepops_all_reduce_error_na.txt", "all_reduce")
     run.pop("wrong_total")
-    (rec,) = K.adapt_nccl("gpu1", run)  # a single run dict is accepted too
+    (rec,) = NCCL.adapt_nccl("gpu1", run)  # a single run dict is accepted too
     assert rec["wrong_total"] is None
     metrics = M.derive_metrics({"nccl": [rec]}, {})
     assert not [m for m in metrics if m["metric"] == "wrong"]
@@ -51,7 +53,7 @@ def test_nccl_peak_computed_from_rows_when_the_fact_lacks_it():
     run = build_facts.nccl_run("gtx1080_all_reduce_g2_error_column.txt", "all_reduce_perf")
     for k in ("peak_busbw", "peak_busbw_size", "largest_size_busbw", "wrong_total"):
         run.pop(k)
-    (rec,) = K.adapt_nccl("gpu1", [run])
+    (rec,) = NCCL.adapt_nccl("gpu1", [run])
     best = max(rec["rows"], key=lambda r: r["out_of_place"]["busbw"])
     assert rec["test"] == "all_reduce"  # _perf dropped
     assert rec["peak_busbw"] == best["out_of_place"]["busbw"] and rec["peak_size"] == best["size"]
@@ -62,7 +64,7 @@ def test_nccl_peak_computed_from_rows_when_the_fact_lacks_it():
 @pytest.mark.parametrize("fact", [None, {}, [], {"runs": []}, {"runs": [{}]}, {"rows": 7}, {"runs": [None, "x"]},
                                   {"runs": [{"rows": [{"size": "N/A"}, "junk", {"size": 8, "out_of_place": None}]}]}])
 def test_nccl_adapter_survives_missing_parts(fact):
-    records = K.adapt_nccl("h", fact)
+    records = NCCL.adapt_nccl("h", fact)
     for rec in records:
         assert rec["host"] == "h"
         M.derive_metrics({"nccl": [rec]}, {})
@@ -70,7 +72,7 @@ def test_nccl_adapter_survives_missing_parts(fact):
 
 def test_mpi_osu_tables_and_metrics():
     facts = build_facts.lab_like_facts()["te1"]
-    records = K.adapt_mpi("te1", facts["mpi_bench_result"])
+    records = MPI.adapt_mpi("te1", facts["mpi_bench_result"])
     kinds = dict((r["program"], r["kind"]) for r in records)
     assert kinds == {"osu_latency": "latency", "osu_bw": "bandwidth", "osu_allreduce": "collective"}
     lat = [r for r in records if r["program"] == "osu_latency"][0]
@@ -97,7 +99,7 @@ Process 0 on te1 (root) received reduced sum: %s (Expected: 6)
 def test_mpi_seed_sums_become_a_check(received, passed):
     run = {"program": "reduce_mpi", "np": 3, "hosts": [{"name": "te1", "slots": 2}, {"name": "te2", "slots": 1}],
            "rc": 0, "parsed": build_facts.mpi_parsers.parse_seed(SEED_OUTPUT % received)}
-    (rec,) = K.adapt_mpi("te1", [run])
+    (rec,) = MPI.adapt_mpi("te1", [run])
     assert rec["check_passed"] is passed and rec["hosts"] == ["te1", "te2"] and rec["kind"] == "check"
     metric, ran = M.derive_metrics({"mpi": [rec]}, {})
     assert metric["metric"] == "check_passed" and metric["value"] is passed
@@ -107,17 +109,17 @@ def test_mpi_seed_sums_become_a_check(received, passed):
 def test_mpi_adapter_accepts_plain_rows_and_imb_columns():
     run = {"name": "pingpong", "program": "/usr/lib/x86_64-linux-gnu/imb/IMB-MPI1", "np": 2, "hosts": "te1,te2",
            "parsed": build_facts.mpi_parsers.parse_imb(build_facts.read("imb", "imb2018_pingpong_oci.txt"))}
-    (rec,) = K.adapt_mpi("te1", run)
+    (rec,) = MPI.adapt_mpi("te1", run)
     assert rec["program"] == "IMB-MPI1" and rec["test"] == "pingpong" and rec["kind"] == "bandwidth"
     assert rec["rows"] and all(r["latency_us"] is not None for r in rec["rows"])
-    (plain,) = K.adapt_mpi("te2", {"program": "x", "rows": [{"size": 8, "latency_us": 2.5}, {"size": 1, "latency_us": 2}]})
+    (plain,) = MPI.adapt_mpi("te2", {"program": "x", "rows": [{"size": 8, "latency_us": 2.5}, {"size": 1, "latency_us": 2}]})
     assert [r["size"] for r in plain["rows"]] == [1, 8] and plain["kind"] == "latency"
 
 
 def test_fio_records_match_the_parser():
     fact = build_facts.initiator_fact()
     parsed = fact["fio"]
-    records = K.adapt_fio("te2", fact)
+    records = FIO.adapt_fio("te2", fact)
     assert [(r["job"], r["direction"]) for r in records] == [("seqread", "read"), ("randwrite", "write")]
     read = records[0]
     assert read["iops"] == parsed["jobs"][0]["read"]["iops"]
@@ -131,8 +133,8 @@ def test_fio_records_match_the_parser():
 
 
 def test_fio_adapter_without_fio_or_with_junk():
-    assert K.adapt_fio("h", {"io_check": {"passed": True}}) == []
-    assert K.adapt_fio("h", {"fio": {"jobs": [None, {"name": "j", "read": None, "write": {"iops": "N/A"}}]}}) == []
+    assert FIO.adapt_fio("h", {"io_check": {"passed": True}}) == []
+    assert FIO.adapt_fio("h", {"fio": {"jobs": [None, {"name": "j", "read": None, "write": {"iops": "N/A"}}]}}) == []
 
 
 def test_nvmeof_records_and_collect():

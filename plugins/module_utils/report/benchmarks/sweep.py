@@ -1,7 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: aiinfra.fabric contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""``fabric_sweep_result`` -> sweep records of the results document, and its summary lines.
+"""Pairwise sweep: ``fabric_sweep_result`` -> one record per sweep, a metric per pair and test,
+the sweep's verdict checked against true, sweep.csv, the HTML section (the verdict, then the
+pairs) and the summary lines.
 
 The fabric_sweep role sets the same fact on every node of the sweep (``launched_from``
 names the node that ran the jobs); the report counts it once, on that node. A sweep that
@@ -13,7 +15,10 @@ a failed benchmark run. Nor did a sweep whose verdict is ``group_wide`` or
 
 from __future__ import annotations
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report.model import _num
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.base import number
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks.kind import Benchmark, add_run_passed
+
+FACT = "fabric_sweep_result"
 
 
 def _pair(pair):
@@ -23,14 +28,14 @@ def _pair(pair):
         "test": str(pair.get("test") or "?"),
         "nodes": nodes,
         "pair": "+".join(nodes),
-        "value": _num(pair.get("value")),
+        "value": number(pair.get("value")),
         "unit": pair.get("unit"),
         "better": pair.get("better"),
         "size": pair.get("size"),
-        "median": _num(pair.get("median")),
-        "expected": _num(pair.get("expected")),
-        "vs_median": _num(pair.get("vs_median")),
-        "vs_expected": _num(pair.get("vs_expected")),
+        "median": number(pair.get("median")),
+        "expected": number(pair.get("expected")),
+        "vs_median": number(pair.get("vs_median")),
+        "vs_expected": number(pair.get("vs_expected")),
         "low": bool(pair.get("low")),
         "error": pair.get("error"),
     }
@@ -81,6 +86,61 @@ def adapt_sweep(host, fact):
     }]
 
 
+def read(host, facts, run):
+    fact = facts.get(FACT)
+    if fact is None or run.published_by_other(host, FACT, fact):
+        return None
+    return adapt_sweep(host, fact)
+
+
+def metrics(records, add):
+    # One metric per pair and test (the pair's nodes in the labels), and the sweep's verdict.
+    for r in records:
+        for p in r["pairs"]:
+            add(r["host"], p["test"], p["value"], p["unit"], p["better"],
+                {"pair": p["pair"], "launcher": r["launcher"], "size": p["size"]})
+        add_run_passed(add, r, {"run": r["run"], "launcher": r["launcher"]})
+
+
+CSV_COLUMNS = ["host", "run", "launcher", "test", "pair", "value", "unit", "better", "size", "median", "vs_median",
+               "expected", "vs_expected", "low", "error"]
+
+
+def csv_rows(records):
+    out = []
+    for r in records:
+        for pair in r["pairs"]:
+            flat = dict((k, r.get(k)) for k in ("host", "run", "launcher"))
+            flat.update(pair)
+            out.append(flat)
+    return out
+
+
+def section(records):
+    """The sweep's verdict (and its LOW/suspect lines) above the table of pairs."""
+    return {
+        "title": "Pairwise sweep",
+        "notes": [{"badge": "pass" if r["passed"] else "fail",
+                   "text": "%s (%s) swept %s: %s; exclude: %s" % (
+                       r["host"], r["launcher"], ", ".join(r["nodes"]), "no suspect" if r["passed"] else r["failure"],
+                       r["exclude_option"] or "(none)"),
+                   "lines": [line for line in r["lines"] if not line.startswith(("ok ", "LOW "))]}
+                  for r in records],
+        "columns": ["launched from", "launcher", "test", "pair", "value", "unit", "group median", "vs median",
+                    "expected", "pair verdict", "error"],
+        "numeric": ("value", "group median", "vs median", "expected"),
+        "rows": [(r["host"], r["launcher"], p["test"], p["pair"], p["value"], p["unit"], p["median"],
+                  p["vs_median"], p["expected"], {"badge": "low" if p["low"] else "ok"}, p["error"])
+                 for r in records for p in r["pairs"]],
+    }
+
+
+def summary(host, name, fact):
+    if fact.get("launched_from") not in (None, host):
+        return ["sweep: ran from %s (see its lines)" % fact["launched_from"]]
+    return sweep_lines(fact)
+
+
 def sweep_lines(fact):
     """The report summary's lines for one sweep (without the host name)."""
     lines = []
@@ -94,3 +154,8 @@ def sweep_lines(fact):
             lines.append("%s: FAIL - %s" % (head, r["failure"]))
         lines += [line for line in r["lines"] if line.startswith(("LOW", "suspect"))]
     return lines
+
+
+BENCHMARK = Benchmark(
+    "sweep", facts=(FACT,), read=read, metrics=metrics, expect={"run_passed": True}, csv_columns=CSV_COLUMNS,
+    csv_rows=csv_rows, section=section, summary=summary)
