@@ -107,6 +107,11 @@ def names(**features):
 IP_TRANSPORTS = names(address="ip")
 
 
+def module_word(module):
+    """A kernel module as modprobe and messages spell it (nvme_tcp -> nvme-tcp)."""
+    return module.replace("_", "-")
+
+
 def spelled(transport_names, word="or"):
     """"tcp", "tcp or rdma", "tcp, rdma or fc": names for a message."""
     transport_names = list(transport_names)

@@ -186,7 +186,8 @@ def main():
         module.fail_json(msg=str(exc))
     if not FabricsSysfs().fabrics_device_present():
         module.fail_json(msg="/dev/nvme-fabrics does not exist: the nvme-fabrics kernel module is not loaded "
-                             "(modprobe nvme-fabrics, and nvme-%s)" % values["transport"])
+                             "(modprobe nvme-fabrics, and %s)"
+                             % transports.module_word(transports.get(values["transport"]).host_module))
     cli = NvmeCli(module)
     try:
         if values["dhchap_secret"]:

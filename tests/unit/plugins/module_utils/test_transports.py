@@ -10,6 +10,7 @@ a kernel module name or a comparison with a transport name comes back into it.
 import ast
 import glob
 import os
+import re
 
 import pytest
 import yaml
@@ -137,6 +138,8 @@ def test_the_code_spells_no_transport_fact(path):
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and node.value in _MODULE_NAMES:
             found.append("line %d: kernel module %r" % (node.lineno, node.value))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.search(r"nvmet?[-_]%s", node.value):
+            found.append("line %d: a kernel module made from a transport name: %r" % (node.lineno, node.value))
         if isinstance(node, ast.Compare):
             for side in [node.left] + node.comparators:
                 found.extend("line %d: compares with %r" % (node.lineno, c) for c in _constants(side) if c in _TRANSPORT_NAMES)
