@@ -76,7 +76,6 @@ TRANSPORTS = (
 )
 
 
-
 def _unique(items):
     out = []
     for item in items:

@@ -11,7 +11,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.cli import Nvm
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.runner import (
     ENV, MASK, CommandError, CommandResult, CommandRunner, redact_argv, subprocess_run_command,
 )
-from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.load import KeyLoader, KeyringError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.load import KeyringError
 
 KEY = "DHHC-1:00:ZmFrZS1ob3N0LWtleS1mb3ItdW5pdC10ZXN0cy0wMDA=:"
 
