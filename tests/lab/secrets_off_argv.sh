@@ -137,8 +137,13 @@ reboot_vm() {
     [ -n "$new" ] && [ "$new" != "$old" ] && break
   done
   [ -n "$new" ] && [ "$new" != "$old" ] || die "$vm did not come back from its reboot"
-  ON_TIMEOUT=960 on "$vm" 'timeout 900 systemctl is-system-running --wait >/dev/null; systemctl is-active '"$unit" \
-    >/dev/null || die "the sampler is not running on $vm after its reboot"
+  # SSH itself may time out while the guest finishes booting on a busy host: ask again.
+  for i in 1 2 3 4 5 6; do
+    ON_TIMEOUT=960 on "$vm" 'timeout 900 systemctl is-system-running --wait >/dev/null; systemctl is-active '"$unit" \
+      >/dev/null && break
+    [ "$i" = 6 ] && die "the sampler is not running on $vm after its reboot"
+    sleep 10
+  done
 }
 
 reboot_vm te1
