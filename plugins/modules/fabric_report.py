@@ -10,7 +10,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: fabric_report
 short_description: Write one report of a run's benchmark results, judged against references, a baseline and peers
-version_added: 0.1.0
+version_added: "0.1.0"
 description:
   - Runs on the controller (an action plugin; it never connects to a host). Collects the result facts the
     collection's benchmark roles set on each host (C(nvmeof_target_result), C(nvmeof_initiator_result) with its fio

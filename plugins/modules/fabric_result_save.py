@@ -10,7 +10,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: fabric_result_save
 short_description: Save this host's result facts on the controller for a later fabric_report
-version_added: 0.1.0
+version_added: "0.1.0"
 description:
   - Runs on the controller (an action plugin; it never connects to a host and starts no module). For each fact in
     O(facts) that this host has in C(hostvars) and that is not null, writes

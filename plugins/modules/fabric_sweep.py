@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: fabric_sweep
 short_description: Find the slow node or link - pairwise and bisection sweeps with MPI or nccl-tests
-version_added: "0.2.0"
+version_added: "0.1.0"
 description:
   - Runs a benchmark between pairs or groups of O(nodes) from the host the task runs on (the
     launching host) and ranks the suspects, with the evidence - each pair's number against the

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: fio_run
 short_description: Run an fio job and return its results as structured data
-version_added: 0.1.0
+version_added: "0.1.0"
 description:
   - Runs C(fio --output-format=json) with one job described by options, or with a job file,
     and parses the JSON into read/write IOPS, bandwidth and latency percentiles per job.

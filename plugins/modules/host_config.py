@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: host_config
 short_description: Converge a host's plain files, directories, kernel modules and systemd units in one task
-version_added: 0.3.0
+version_added: "0.1.0"
 description:
   - Takes what one phase of a role needs on a host (directories, files with their content and modes, files that must
     be gone, kernel modules loaded and loaded at boot, systemd units enabled and started), reads what the host has,

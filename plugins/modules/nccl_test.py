@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: nccl_test
 short_description: Run one NVIDIA nccl-tests benchmark and return every result row, with pass/fail gates
-version_added: 0.1.0
+version_added: "0.1.0"
 description:
   - Runs one of NVIDIA's nccl-tests binaries (C(all_reduce_perf), C(all_gather_perf), ...) on the
     GPUs of one node, or across nodes through C(mpirun) or Slurm's C(srun), and returns the whole

@@ -28,7 +28,7 @@ description:
     playbooks never guess device names such as C(/dev/nvme1n1).
   - With O(persistent=true) the connection is written to nvme-cli's configuration so that
     C(nvmf-autoconnect.service) reconnects it at boot. See O(persistent) for the details.
-version_added: 0.1.0
+version_added: "0.1.0"
 author:
   - aiinfra.fabric contributors (!UNKNOWN)
 requirements:

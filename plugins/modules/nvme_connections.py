@@ -28,7 +28,7 @@ description:
   - With O(state=connected), once a subsystem's paths are connected its I/O policy is set (native multipath) and the
     module waits until each of its head devices has O(subsystems[].min_live_paths) usable paths, as
     M(aiinfra.fabric.nvme_multipath) does.
-version_added: 0.9.0
+version_added: "0.1.0"
 author:
   - aiinfra.fabric contributors (!UNKNOWN)
 requirements:

@@ -23,7 +23,7 @@ description:
     the controller again. That also makes the secret reach the discovery controller, which C(nvme discover
     --dhchap-secret) never did; libnvme 1.3 to 1.16 (nvme-cli 2.3 to 2.16) leave it out of the options of
     a discovery controller.
-version_added: 0.1.0
+version_added: "0.1.0"
 author:
   - aiinfra.fabric contributors (!UNKNOWN)
 requirements:

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: nvme_mkfs
 short_description: Make a file system on a namespace only when the device carries no other signature
-version_added: 0.2.0
+version_added: "0.1.0"
 description:
   - Lists every signature on the device with C(wipefs --json) (file systems, partition
     tables such as C(gpt), C(PMBR) and C(dos), LVM and RAID members, crypto headers) and

@@ -20,7 +20,7 @@ description:
     which paths carry the I/O.
   - With O(min_live_paths) the module waits (up to O(wait_timeout)) until every head has that many usable paths
     (controller C(live), ANA state optimized or non-optimized), so a play can wait for a path to come back.
-version_added: 0.3.0
+version_added: "0.1.0"
 author:
   - aiinfra.fabric contributors (!UNKNOWN)
 options:

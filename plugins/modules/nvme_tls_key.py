@@ -42,7 +42,7 @@ description:
     the identity as revoked, without its PSK, so the next run, or O(state=absent), unlinks it, and the boot
     loader does not load it. A run after any partial failure converges.
   - PSKs are never returned, logged or shown in a diff; results name keys by their identity.
-version_added: 0.2.0
+version_added: "0.1.0"
 author:
   - aiinfra.fabric contributors (!UNKNOWN)
 requirements:

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: nvmet_host
 short_description: Manage a host entry of the Linux kernel NVMe-oF target (nvmet), with DH-HMAC-CHAP
-version_added: 0.1.0
+version_added: "0.1.0"
 description:
   - Declares C(<configfs_root>/nvmet/hosts/<hostnqn>) and its DH-HMAC-CHAP settings. A subsystem admits the host
     once it is in the subsystem's allowed hosts (M(aiinfra.fabric.nvmet_subsystem) O(aiinfra.fabric.nvmet_subsystem#module:allowed_hosts)).

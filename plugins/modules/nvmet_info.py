@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: nvmet_info
 short_description: Read the whole Linux kernel NVMe-oF target (nvmet) configuration
-version_added: 0.1.0
+version_added: "0.1.0"
 description:
   - Reads C(<configfs_root>/nvmet) and returns it in the nvmetcli save-file schema (hosts, ports, subsystems),
     so it can be compared, saved or fed to C(nvmetcli restore) or the nvmeof_target role's C(nvmet-restore).

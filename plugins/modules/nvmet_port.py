@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: nvmet_port
 short_description: Manage an NVMe-oF port of the Linux kernel target (nvmet) through configfs
-version_added: 0.1.0
+version_added: "0.1.0"
 description:
   - Declares one port under C(<configfs_root>/nvmet/ports/<port_id>) (transport, address, parameters) and the
     subsystems linked to it. Linking the first subsystem enables the port (the kernel starts listening).

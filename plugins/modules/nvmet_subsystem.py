@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: nvmet_subsystem
 short_description: Manage an NVMe-oF subsystem of the Linux kernel target (nvmet) through configfs
-version_added: 0.1.0
+version_added: "0.1.0"
 description:
   - Declares one subsystem under C(<configfs_root>/nvmet/subsystems/<nqn>) with its namespaces, host access and
     identity attributes. The module reads the current tree, plans the difference and applies only that, in the

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: nvmet_target
 short_description: Declare a whole Linux kernel NVMe-oF target (nvmet) in one task, in nvmetcli's save-file schema
-version_added: 0.2.0
+version_added: "0.1.0"
 description:
   - Takes the whole desired target (hosts with DH-HMAC-CHAP keys, subsystems with their namespaces and allowed
     hosts, ports with ANA groups and their subsystem links) as one document in the schema C(nvmetcli save) writes,

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: rdma_link
 short_description: Manage software RDMA links (soft-RoCE rxe, soft-iWARP siw) on a network interface
-version_added: 0.1.0
+version_added: "0.1.0"
 description:
   - Creates or deletes a software RDMA device on top of a network interface with iproute2's
     C(rdma link add NAME type rxe netdev NETDEV) / C(rdma link delete NAME), idempotently.

@@ -10,7 +10,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: validate_role_inputs
 short_description: Check the variables of several roles against their argument specifications, before anything runs
-version_added: 0.1.0
+version_added: "0.1.0"
 description:
   - Runs on the controller (an action plugin; it never connects to a host and starts no module). For each role in
     O(roles), reads C(<roles_dir>/<role>/meta/argument_specs.yml), entry point C(main), and applies it to the
