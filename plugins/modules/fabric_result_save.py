@@ -28,6 +28,8 @@ description:
     section, so a failed run's results are saved too.
 author:
   - aiinfra.fabric developers (@aiinfra)
+requirements:
+  - Nothing beyond ansible-core; it runs on the controller and never connects to the host.
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
   - aiinfra.fabric.attributes.controller_action
@@ -72,13 +74,16 @@ would_save:
   returned: always
   type: list
   elements: str
+  sample: []
 facts:
   description: The facts this host had and that were saved (or would be).
   returned: always
   type: list
   elements: str
+  sample: [nvmeof_target_result]
 msg:
   description: One line saying how many facts were saved where.
   returned: always
   type: str
+  sample: "saved 1 result fact(s) of te1 under /home/me/cluster/results/hosts"
 """
