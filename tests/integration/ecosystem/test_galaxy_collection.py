@@ -16,7 +16,7 @@ CLUTTER = [
     "benchmarks/*", "third_party/*", "build/*", "context/*", "results/*", "inventory/*",
     "tests/unit/*", "tests/integration/*", "tests/lab/*", "tests/fixtures/*", "tests/output/*", "tests/conftest.py",
     "*/__pycache__/*", "*.pyc", ".pytest_cache/*", "*.tar.gz",
-    "ansible.cfg", "pytest.ini", ".ansible-lint", ".yamllint", ".gitignore", "execution-environment.yml",
+    "ansible.cfg", "pytest.ini", ".ansible-lint", ".yamllint", ".shellcheckrc", ".gitignore", "execution-environment.yml",
 ]
 
 
