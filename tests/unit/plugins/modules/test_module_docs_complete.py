@@ -78,7 +78,7 @@ def test_return_values_have_samples_and_contains(path):
 
 @pytest.mark.parametrize("path", MODULES, ids=module_ids())
 def test_requirements_listed(path):
-    doc, _ = module_docs(path)
+    doc = module_docs(path)[0]
     reqs = doc.get("requirements")
     assert isinstance(reqs, list) and reqs and all(isinstance(r, str) and r.strip() for r in reqs), \
         "requirements: %r" % (reqs,)
@@ -86,7 +86,7 @@ def test_requirements_listed(path):
 
 @pytest.mark.parametrize("path", MODULES, ids=module_ids())
 def test_authors_have_github_handles(path):
-    doc, _ = module_docs(path)
+    doc = module_docs(path)[0]
     authors = doc.get("author")
     authors = [authors] if isinstance(authors, str) else authors
     assert authors, "no author"
