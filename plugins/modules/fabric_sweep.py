@@ -206,10 +206,6 @@ launcher:
   returned: always
   type: str
   sample: mpirun
-launched_from:
-  description: The launching host's name.
-  returned: always
-  type: str
 implementation:
   description: With O(launcher=mpirun), the MPI O(mpirun_path) is (C(implementation), C(version), C(banner)); null
     otherwise.
