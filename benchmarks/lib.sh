@@ -11,5 +11,6 @@ run() {
   if ! "${PLAY[@]}" "$@" >"$LOG/$name.log" 2>&1; then
     step "$name failed: see $LOG/$name.log"; tail -n 30 "$LOG/$name.log" >&2; exit 1
   fi
+  # shellcheck disable=SC2034  # the result, read by the benchmark script that sourced this file
   secs=$(echo "$(now) - $t0" | bc)
 }

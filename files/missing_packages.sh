@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # Print each package name given as an argument that is not installed, one per line.
 # Shared by the roles that install packages (they run the package manager only when
 # this prints something): dpkg-query on Debian/Ubuntu, rpm on RHEL-likes; with

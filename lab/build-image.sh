@@ -83,11 +83,13 @@ need xz xz-utils
 
 work=$(mktemp -d "$LAB_CACHE/build.XXXXXX")
 log=$LAB_CACHE/build-image.log
+# shellcheck disable=SC2154  # rc is set by the trap's own first command, when it runs
 trap 'rc=$?; rm -rf "$work"; [ $rc = 0 ] || echo "lab: image build failed; log: $log" >&2' EXIT
 lab_log "building image $stamp with $kernel_pkg (log: $log)"
 start=$SECONDS
 
 lab_log "mmdebstrap: installing $(echo "$packages" | tr ',' '\n' | wc -l) packages into a $LAB_DISTRO root"
+# shellcheck disable=SC2016  # single quotes on purpose: mmdebstrap expands $1 (the new root) in its hooks
 mmdebstrap --variant=apt --mode=root --components=main \
   --include="$packages" \
   --aptopt='Acquire::Retries "3"' ${keyring_opt[@]+"${keyring_opt[@]}"} \

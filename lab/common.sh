@@ -1,5 +1,6 @@
 # shellcheck shell=bash
 # Shared settings of the lab scripts. Sourced, never run.
+# shellcheck disable=SC2034  # the settings are read by the scripts that source this file
 
 LAB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 LAB_CACHE=${AIINFRA_LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/aiinfra-fabric-lab}

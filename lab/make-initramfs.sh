@@ -18,6 +18,7 @@ add() {
   local rel=$1 dep
   [ -n "${seen[$rel]:-}" ] && return
   seen[$rel]=1
+  # shellcheck disable=SC2013  # modules.dep lists a module's dependencies as space-separated paths
   for dep in $(awk -F': ' -v m="$rel" '$1 == m { print $2 }' "$moddir/modules.dep"); do add "$dep"; done
   order+=("$rel")
 }

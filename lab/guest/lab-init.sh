@@ -4,6 +4,7 @@
 # optional second link, lab.nodes=), brings up the NICs, and on first boot makes the identity that must be unique per VM.
 set -eu
 name=; fabip=; fabip2=; nodes=2
+# shellcheck disable=SC2013  # /proc/cmdline is one line of space-separated words: words are wanted
 for arg in $(cat /proc/cmdline); do
   case $arg in
     lab.name=*) name=${arg#lab.name=} ;;

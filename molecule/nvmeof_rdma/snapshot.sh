@@ -7,6 +7,7 @@ for d in hosts ports subsystems; do
   [ -d /sys/kernel/config/nvmet/$d ] && find /sys/kernel/config/nvmet/$d -mindepth 1 -maxdepth 1 | sort
 done
 echo "## nvme fabrics controllers"
+# shellcheck disable=SC2012  # kernel object names (nvme0, nvme1 ...), no odd characters
 ls /sys/class/nvme-fabrics/ctl 2>/dev/null | sort
 echo "## rdma links"
 rdma link show 2>/dev/null | awk '{print $2, $NF}' | sort
@@ -25,6 +26,7 @@ find /etc/systemd/system | sort
 echo "## fstab"
 sha256sum /etc/fstab
 echo "## mount points"
+# shellcheck disable=SC2012  # the lab's own mount points, no odd characters
 ls -d /mnt/* 2>/dev/null | sort
 echo "## firewall rules (ufw, firewalld)"
 command -v ufw >/dev/null 2>&1 && ufw status 2>/dev/null

@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: result_summary
 short_description: A few readable lines per host from the collection's result facts
-version_added: 0.1.0
+version_added: "0.1.0"
 description:
   - Turns the result facts the collection's roles set (the choices of O(aiinfra.fabric.fabric_report#module:facts))
     into short lines, each starting with the host's name - what was set up, the device, the I/O check's outcome,

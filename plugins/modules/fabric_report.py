@@ -10,7 +10,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: fabric_report
 short_description: Write one report of a run's benchmark results, judged against references, a baseline and peers
-version_added: 0.1.0
+version_added: "0.1.0"
 description:
   - Runs on the controller (an action plugin; it never connects to a host). Collects the result facts the
     collection's benchmark roles set on each host (O(facts) - the NVMe-oF target and initiator results, the
@@ -39,6 +39,8 @@ description:
   - Needs matplotlib on the controller when O(plots=true).
 author:
   - aiinfra.fabric developers (@aiinfra)
+requirements:
+  - On the controller, Python's matplotlib when O(plots=true) (the default); nothing on the hosts.
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
   - aiinfra.fabric.attributes.controller_action
@@ -232,6 +234,7 @@ run_id:
   description: The run's id (the folder's name).
   returned: always
   type: str
+  sample: 20261130T051500Z
 files:
   description: Files in the folder.
   returned: always
@@ -242,18 +245,59 @@ status:
   description: C(pass), C(warn) or C(fail), the worst check.
   returned: always
   type: str
+  sample: pass
 summary:
-  description:
-    - C(status), C(metrics) (how many), C(checks) (counts per status), C(failures) and C(warnings) (one line each,
-      host, metric, value, bound, source, detail) and C(outliers) (metric ids).
+  description: The run's verdict in numbers and lines.
   returned: always
   type: dict
+  sample:
+    status: fail
+    metrics: 48
+    checks: {pass: 51, warn: 0, fail: 1}
+    failures:
+      - "te2: fio.iops[direction=read,job=seqread,transport=rdma] = 5,210 IOPS, bound >= 7,830 IOPS (baseline good: ...)"
+    warnings: []
+    outliers: []
+  contains:
+    status:
+      description: C(pass), C(warn) or C(fail), the worst check (C(fail) when there was no result at all).
+      type: str
+    metrics:
+      description: How many metrics the results gave.
+      type: int
+    checks:
+      description: How many checks ended C(pass), C(warn) and C(fail).
+      type: dict
+      contains:
+        pass:
+          description: Checks that passed.
+          type: int
+        warn:
+          description: Checks that warned (not gated).
+          type: int
+        fail:
+          description: Checks that failed.
+          type: int
+    failures:
+      description: One line per failed check - host, metric, value, bound and where the bound came from.
+      type: list
+      elements: str
+    warnings:
+      description: One line per warning, in the same form.
+      type: list
+      elements: str
+    outliers:
+      description: The ids of the metrics whose outlier check did not pass.
+      type: list
+      elements: str
 baseline_saved:
   description: Whether O(save_baseline) was written.
   returned: always
   type: bool
+  sample: false
 msg:
   description: One line of summary, or the failure lines.
   returned: always
   type: str
+  sample: "fabric_report: pass, 48 metrics, 0 warning(s); report in /home/me/cluster/results/20261130T051500Z"
 """

@@ -10,7 +10,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: fabric_result_save
 short_description: Save this host's result facts on the controller for a later fabric_report
-version_added: 0.1.0
+version_added: "0.1.0"
 description:
   - Runs on the controller (an action plugin; it never connects to a host and starts no module). For each fact in
     O(facts) that this host has in C(hostvars) and that is not null, writes
@@ -28,6 +28,8 @@ description:
     section, so a failed run's results are saved too.
 author:
   - aiinfra.fabric developers (@aiinfra)
+requirements:
+  - Nothing beyond ansible-core; it runs on the controller and never connects to the host.
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
   - aiinfra.fabric.attributes.controller_action
@@ -69,13 +71,16 @@ would_save:
   returned: always
   type: list
   elements: str
+  sample: []
 facts:
   description: The facts this host had and that were saved (or would be).
   returned: always
   type: list
   elements: str
+  sample: [nvmeof_target_result]
 msg:
   description: One line saying how many facts were saved where.
   returned: always
   type: str
+  sample: "saved 1 result fact(s) of te1 under /home/me/cluster/results/hosts"
 """

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: fabric_sweep
 short_description: Find the slow node or link - pairwise and bisection sweeps with MPI or nccl-tests
-version_added: "0.2.0"
+version_added: "0.1.0"
 description:
   - Runs a benchmark between pairs or groups of O(nodes) from the host the task runs on (the
     launching host) and ranks the suspects, with the evidence - each pair's number against the
@@ -33,6 +33,9 @@ description:
     RV(drain_command) stay empty; RV(verdict_reason) says why and names the likely cause.
 author:
   - aiinfra.fabric developers (@aiinfra)
+requirements:
+  - On the launching host, mpirun (Open MPI, MPICH or Intel MPI) or Slurm's srun, and the benchmark programs
+    (the OSU Micro-Benchmarks, the mpi_bench role's C(fabric_mpi_bench) or nccl-tests) at the same path on every node.
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
   - aiinfra.fabric.attributes.job_module
@@ -146,7 +149,7 @@ options:
     type: str
     default: fabric_sweep found this node slow
 notes:
-  - The launching host needs what mpirun needs to reach the nodes (the M(aiinfra.fabric.mpi_bench) role
+  - The launching host needs what mpirun needs to reach the nodes (the C(aiinfra.fabric.mpi_bench) role
     sets up SSH from its first node) and the programs at the same path on every node.
   - Without an expectation the nodes are judged against each other, which works while most of them are healthy.
     With 2 nodes (3 for a pairwise sweep without references), or when the nodes' results split in two and the
@@ -197,44 +200,122 @@ ran:
   description: Whether the sweep's jobs ran (false in check mode and when the input was refused).
   returned: always
   type: bool
+  sample: true
 launcher:
   description: How the jobs were started (mpirun or srun), as asked.
   returned: always
   type: str
-launched_from:
-  description: The launching host's name.
-  returned: always
-  type: str
+  sample: mpirun
 implementation:
   description: With O(launcher=mpirun), the MPI O(mpirun_path) is (C(implementation), C(version), C(banner)); null
     otherwise.
   returned: always
   type: dict
   sample: {implementation: openmpi, version: 4.1.4, banner: "mpirun (Open MPI) 4.1.4"}
+  contains:
+    implementation:
+      description: The MPI implementation (C(openmpi), C(mpich), ...).
+      type: str
+      sample: openmpi
+    version:
+      description: Its version.
+      type: str
+      sample: 4.1.4
+    banner:
+      description: The first line C(mpirun --version) printed.
+      type: str
+      sample: mpirun (Open MPI) 4.1.4
 mode:
   description: The mode that ran.
   returned: always
   type: str
+  sample: pairwise
 rounds:
   description: The planned rounds of the pairwise/reference sweep, each a list of pairs (node names), and the byes.
   returned: always
   type: list
   elements: dict
   sample: [{round: 1, pairs: [[te2, te3]], byes: [te1]}]
+  contains:
+    round:
+      description: The round's number, from 1.
+      type: int
+    pairs:
+      description: The pairs measured at once in this round, each a list of two node names.
+      type: list
+      elements: list
+    byes:
+      description: The nodes without a partner in this round.
+      type: list
+      elements: str
 commands:
   description: The launcher command of each job of the first round (check mode shows what would run).
   returned: always
   type: list
   elements: str
+  sample: ["/usr/bin/mpirun -np 2 --hostfile '<hostfile>' --map-by node /opt/fabric/fabric_mpi_bench all -m 65536"]
 pairs:
-  description:
-    - Every pair's measurement per test - C(test), C(nodes), C(value), C(unit), C(size), C(median) (the group's
-      baseline, the median of each node's best pair), C(expected), C(vs_median), C(vs_expected) (fractions),
-      C(low), C(why), C(samples) (every value the pair got - more than one when it was measured again; the
-      best is C(value)), C(text) (one readable line).
+  description: Every pair's measurement per test, the low ones marked.
   returned: when a pairwise or reference sweep ran
   type: list
   elements: dict
+  sample:
+    - {test: latency, nodes: [te2, te3], value: 4100.0, unit: us, size: 0, better: lower, median: 150.0,
+       baseline_from: median, expected: null, vs_median: 0.0366, vs_expected: null, low: true,
+       why: [below the group median], error: null, samples: [4100.0, 4100.0],
+       text: "te2-te3 latency 4100 us at 0 B (4 % of the group median 150, best of 2 runs)"}
+  contains:
+    test:
+      description: The test's name (C(name) of its O(tests) entry).
+      type: str
+    nodes:
+      description: The two nodes of the pair.
+      type: list
+      elements: str
+    value:
+      description: The pair's value (the best of RV(pairs[].samples)); null when its jobs failed.
+      type: float
+    unit:
+      description: The value's unit (C(us), C(MB/s), C(GB/s)).
+      type: str
+    size:
+      description: The message size in bytes the value was read at.
+      type: int
+    better:
+      description: V(lower) (latency) or V(higher) (bandwidth).
+      type: str
+    median:
+      description: The group's baseline - the median of each node's best pair.
+      type: float
+    baseline_from:
+      description: Where the baseline came from - V(median), or V(references) (known-good nodes).
+      type: str
+    expected:
+      description: The test's expectation, if it has one.
+      type: float
+    vs_median:
+      description: The value as a fraction of the baseline (1.0 - as good as the median; lower is worse).
+      type: float
+    vs_expected:
+      description: The value as a fraction of the expectation.
+      type: float
+    low:
+      description: Whether the pair counts as low.
+      type: bool
+    why:
+      description: Why it is low (below the median, below the expectation, its job failed).
+      type: list
+      elements: str
+    error:
+      description: What went wrong with the pair's job, if anything.
+      type: str
+    samples:
+      description: Every value the pair got - more than one when it was measured again (O(retest_low)).
+      type: list
+      elements: float
+    text:
+      description: The pair in one readable line.
+      type: str
 jobs:
   description:
     - Every job of the rounds, per round and pair - C(tests), C(argv) (list) and C(command) (string, the hostfile
@@ -243,32 +324,256 @@ jobs:
   returned: when a sweep ran
   type: list
   elements: dict
+  sample:
+    - round: 1
+      pairs:
+        - nodes: [te2, te3]
+          jobs: [{tests: [latency, bandwidth], command: "/usr/bin/mpirun -np 2 --hostfile '<hostfile>' ...", rc: 0,
+                  duration: 2.8, timed_out: false, error: null}]
+          values: {latency: 4100.0, bandwidth: 4.5}
+  contains:
+    round:
+      description: The round's number.
+      type: int
+    pairs:
+      description: The round's pairs.
+      type: list
+      elements: dict
+      contains:
+        nodes:
+          description: The two nodes.
+          type: list
+          elements: str
+        jobs:
+          description:
+            - The pair's jobs (one per program run) - C(tests) (what the run measured), C(command), C(rc),
+              C(duration) (seconds), C(timed_out) and C(error).
+          type: list
+          elements: dict
+          contains:
+            tests:
+              description: The tests this run measured.
+              type: list
+              elements: str
+            command:
+              description: The launcher command.
+              type: str
+            rc:
+              description: The launcher's exit status.
+              type: int
+            duration:
+              description: Seconds the job ran.
+              type: float
+            timed_out:
+              description: Whether O(timeout) stopped it.
+              type: bool
+            error:
+              description: What went wrong, if anything.
+              type: str
+        values:
+          description: The value per test name that the pair's jobs gave (test name to number).
+          type: dict
+          contains:
+            <test>:
+              description: The value of the test of that name, in its unit.
+              type: float
 retests:
   description:
-    - The measurements again of low pairs (O(retest_low)), per attempt - C(attempt), C(pairs) (the pairs
-      measured again) and C(rounds) (their jobs, as in RV(jobs)). Empty when no pair was low.
+    - The measurements again of low pairs (O(retest_low)), per attempt. Empty when no pair was low.
   returned: when a pairwise or reference sweep ran
   type: list
   elements: dict
+  sample: [{attempt: 1, pairs: [[te2, te3], [te1, te3]], rounds: [{round: 1, pairs: [{nodes: [te2, te3], jobs: []}]}]}]
+  contains:
+    attempt:
+      description: The attempt's number, from 1.
+      type: int
+    pairs:
+      description: The pairs measured again.
+      type: list
+      elements: list
+    rounds:
+      description: Their jobs, in the same form as RV(jobs).
+      type: list
+      elements: dict
+      contains:
+        round:
+          description: The round's number.
+          type: int
+        pairs:
+          description: The round's pairs and jobs, as in RV(jobs[].pairs).
+          type: list
+          elements: dict
+          contains:
+            nodes:
+              description: The two nodes.
+              type: list
+              elements: str
+            jobs:
+              description: The pair's jobs, as in RV(jobs[].pairs[].jobs).
+              type: list
+              elements: dict
+              contains:
+                command:
+                  description: The launcher command.
+                  type: str
+                rc:
+                  description: The launcher's exit status.
+                  type: int
 suspects:
-  description: Node suspects, worst first - C(node), C(rank), C(severity) (0.5 - half as good), C(tests), C(evidence).
+  description: Node suspects, worst first.
   returned: always
   type: list
   elements: dict
+  sample:
+    - node: te3
+      kind: node
+      severity: 0.975
+      tests: [latency, bandwidth]
+      evidence: ["te2-te3 latency 4100 us at 0 B (4 % of the group median 150, best of 2 runs)"]
+      rank: 1
+  contains:
+    node:
+      description: The node's name.
+      type: str
+    kind:
+      description: Always V(node).
+      type: str
+    severity:
+      description: How much worse than the baseline its best pair is (0.5 - half as good).
+      type: float
+    tests:
+      description: The tests it is low in.
+      type: list
+      elements: str
+    evidence:
+      description: The low pairs' lines that name it.
+      type: list
+      elements: str
+    rank:
+      description: Its place in the ranking of node and link suspects, from 1.
+      type: int
 link_suspects:
   description: Low pairs of nodes that are not suspects themselves - the path between them.
   returned: always
   type: list
   elements: dict
+  sample: [{nodes: [te1, te4], kind: link, severity: 0.4, tests: [bandwidth], evidence: ["te1-te4 bandwidth ..."],
+            rank: 2}]
+  contains:
+    nodes:
+      description: The two nodes.
+      type: list
+      elements: str
+    kind:
+      description: Always V(link).
+      type: str
+    severity:
+      description: How much worse than the baseline the pair is.
+      type: float
+    tests:
+      description: The tests the pair is low in.
+      type: list
+      elements: str
+    evidence:
+      description: The pair's low lines.
+      type: list
+      elements: str
+    rank:
+      description: Its place in the ranking, after the node suspects.
+      type: int
 bisection:
-  description: The bisection's C(group), tests, C(suspects), C(unresolved), C(inconclusive) groups and rounds.
+  description: What the bisection found and each of its steps.
   returned: when a bisection ran
   type: dict
+  sample:
+    group: [te1, te2, te3]
+    suspects: [te3]
+    unresolved: []
+    inconclusive: []
+    known_good: [te1, te2]
+    steps: [{id: 1, nodes: [te1, te2, te3], subject: [te1, te2, te3], kind: group, low: true, value: 8000.0}]
+    rounds: [[[te1, te2, te3]]]
+    tests: [{nodes: [te1, te2, te3], kind: group, value: 8000.0, size: 4, unit: us, expected: 1000.0, low: true}]
+  contains:
+    group:
+      description: The nodes bisected.
+      type: list
+      elements: str
+    suspects:
+      description: The nodes found low with a known-good partner.
+      type: list
+      elements: str
+    unresolved:
+      description: Nodes still without a known-good partner when no untried probe was left.
+      type: list
+      elements: str
+    inconclusive:
+      description: Low groups whose parts all passed - a fault between the parts (a link, a switch path or a load
+        effect), for a pairwise sweep of the group.
+      type: list
+      elements: list
+    known_good:
+      description: The nodes that passed (and the references), used as partners.
+      type: list
+      elements: str
+    steps:
+      description: Each step - C(id), C(nodes) (who ran), C(subject) (who was judged), C(kind) (V(group), V(probe),
+        V(with_partner)), C(low) and C(value).
+      type: list
+      elements: dict
+      contains:
+        id:
+          description: The step's number.
+          type: int
+        nodes:
+          description: The nodes the job ran on.
+          type: list
+          elements: str
+        subject:
+          description: The nodes the step judged.
+          type: list
+          elements: str
+        kind:
+          description: V(group), V(probe) or V(with_partner).
+          type: str
+        low:
+          description: Whether the result was low.
+          type: bool
+        value:
+          description: The group test's value.
+          type: float
+    rounds:
+      description: The groups run per round.
+      type: list
+      elements: list
+    tests:
+      description: Each group test's measurement, with its jobs (as in RV(jobs[].pairs[].jobs)).
+      type: list
+      elements: dict
+      contains:
+        nodes:
+          description: The nodes of the job.
+          type: list
+          elements: str
+        value:
+          description: The value.
+          type: float
+        unit:
+          description: Its unit.
+          type: str
+        expected:
+          description: The C(expect) of O(group_test).
+          type: float
+        low:
+          description: Whether it missed the expectation by more than the tolerance.
+          type: bool
 suspect_nodes:
   description: The names of every suspect node, from the ranking and from the bisection.
   returned: when a sweep ran
   type: list
   elements: str
+  sample: [te3]
 verdict:
   description:
     - The sweep's conclusion in one word - V(suspects) (nodes or links named; the node suspects are in
@@ -290,12 +595,20 @@ verdict_reason:
     nobody is drained or excluded, check what the nodes share first
 cannot_judge:
   description:
-    - The tests whose numbers cannot name a node, each C(test) and C(reason) - a test without an expectation on
+    - The tests whose numbers cannot name a node - a test without an expectation on
       too few nodes, or whose nodes split in two with the better side not a majority (both sides named, with
-      what they reach). The reason ends with why the catalog (O(expectations)) gave no figure, when it did not.
+      what they reach).
   returned: when a sweep ran
   type: list
   elements: dict
+  contains:
+    test:
+      description: The test's name.
+      type: str
+    reason:
+      description: Why it cannot be judged; it ends with why the catalog (O(expectations)) gave no figure, when it
+        did not.
+      type: str
   sample:
     - test: bandwidth
       reason: >-
@@ -305,12 +618,35 @@ cannot_judge:
         without an expectation or a known-good reference
 expectations_used:
   description:
-    - The expectation of each test that has one - C(test), C(expect), C(origin) (V(expect) - given with the test,
-      or V(catalog)); catalog ones also C(expectation_id), C(model), C(size) (the figure's message size),
-      C(source) and C(text).
+    - The expectation of each test that has one.
   returned: when a pairwise or reference sweep ran
   type: list
   elements: dict
+  contains:
+    test:
+      description: The test's name.
+      type: str
+    expect:
+      description: The expected value, in the test's unit.
+      type: float
+    origin:
+      description: V(expect) (given with the test) or V(catalog).
+      type: str
+    expectation_id:
+      description: The catalog entry's id (catalog ones only).
+      type: str
+    model:
+      description: The GPU model the figure is for (catalog ones only).
+      type: str
+    size:
+      description: The message size of the figure, in bytes (catalog ones only).
+      type: int
+    source:
+      description: Where the figure comes from (catalog ones only).
+      type: str
+    text:
+      description: The expectation in one line (catalog ones only).
+      type: str
   sample:
     - {test: all_reduce, expect: 384.0, origin: catalog, expectation_id: h100_sxm-multi-8x400g-all_reduce,
        model: H100 SXM, size: 8589934592, source: "NCCL maintainer's rule of thumb ...",
@@ -340,6 +676,7 @@ group_wide:
     (RV(verdict) is V(group_wide)).
   returned: always
   type: bool
+  sample: false
 lines:
   description:
     - The verdict in readable lines - the expectations taken from the catalog, each pair, then the suspects, the
@@ -347,6 +684,15 @@ lines:
   returned: always
   type: list
   elements: str
+  sample:
+    - LOW  te2-te3 latency 4100 us at 0 B (4 % of the group median 150, best of 2 runs)
+    - ok   te1-te2 latency 150 us at 0 B (100 % of the group median 150)
+    - "suspect #1 te3 (node, 98 % worse; latency, bandwidth): te2-te3 latency 4100 us at 0 B ..."
+launched_from:
+  description: The name of the host the jobs were launched from.
+  returned: always
+  type: str
+  sample: te1
 """
 
 import os

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: fio_run
 short_description: Run an fio job and return its results as structured data
-version_added: 0.1.0
+version_added: "0.1.0"
 description:
   - Runs C(fio --output-format=json) with one job described by options, or with a job file,
     and parses the JSON into read/write IOPS, bandwidth and latency percentiles per job.
@@ -119,7 +119,7 @@ attributes:
 requirements:
   - fio 3.x on the managed node.
 author:
-  - aiinfra.fabric contributors (!UNKNOWN)
+  - aiinfra.fabric developers (@aiinfra)
 """
 
 EXAMPLES = r"""
@@ -143,11 +143,13 @@ changed:
   description: Whether the job changes what is on the target (see the description); predicted in check mode.
   returned: always
   type: bool
+  sample: false
 argv:
   description: The fio command line as a list, the key and type every job module uses for it.
   returned: always
   type: list
   elements: str
+  sample: [/usr/bin/fio, --output-format=json, --name=randread, --filename=/dev/nvme0n1, --rw=randread]
 command:
   description:
     - The fio command line, a list (the same as RV(argv)). In M(aiinfra.fabric.mpi_run),
@@ -156,6 +158,8 @@ command:
   returned: always
   type: list
   elements: str
+  sample: [/usr/bin/fio, --output-format=json, --name=aiinfra, --filename=/mnt/nvmeof/aiinfra-fio.dat, --rw=randrw,
+           --bs=4k, --size=32M, --iodepth=4, --numjobs=1, --ioengine=libaio, --verify=crc32c, --direct=1]
 fio_version:
   description: fio's version string from the JSON document.
   returned: when fio ran
@@ -171,10 +175,124 @@ jobs:
   returned: when fio ran
   type: list
   elements: dict
+  sample:
+    - name: aiinfra
+      groupid: 0
+      error: 0
+      read: {iops: 25.251, bw_bytes: 103429, bw_mib: 0.099, io_bytes: 33554432, total_ios: 8192, runtime_ms: 324417,
+             clat_us: {mean: 96832.48, min: 760.296, max: 1146470.759, p50: 88604.672, p90: 149946.368,
+                       p95: 177209.344, p99: 250609.664, p99_9: 801112.064},
+             lat_us: {mean: 100647.269, min: 3694.444, max: 1146827.086}}
+      write: {iops: 18.955, bw_bytes: 77639, bw_mib: 0.074, io_bytes: 16965632, total_ios: 4142, runtime_ms: 218517,
+              clat_us: {mean: 104540.533, p99: 250609.664}, lat_us: {mean: 112406.395}}
+      trim: null
+  contains:
+    name:
+      description: The job's name.
+      type: str
+    groupid:
+      description: fio's group id of the job.
+      type: int
+    error:
+      description: fio's error number for the job (0 - none).
+      type: int
+    read:
+      description: The job's reads; V(null) when it did not read. C(write) and C(trim) have the same keys.
+      type: dict
+      contains:
+        iops:
+          description: I/O operations per second.
+          type: float
+        bw_bytes:
+          description: Bandwidth in bytes per second.
+          type: int
+        bw_mib:
+          description: Bandwidth in MiB per second.
+          type: float
+        io_bytes:
+          description: Bytes moved.
+          type: int
+        total_ios:
+          description: I/O operations completed.
+          type: int
+        runtime_ms:
+          description: Milliseconds of I/O in this direction.
+          type: int
+        clat_us:
+          description: Completion latency in microseconds - C(mean), C(min), C(max) and the percentiles C(p50),
+            C(p90), C(p95), C(p99), C(p99_9) (those fio reported).
+          type: dict
+          contains:
+            mean:
+              description: Mean.
+              type: float
+            min:
+              description: Minimum.
+              type: float
+            max:
+              description: Maximum.
+              type: float
+            p99:
+              description: 99th percentile (C(p50), C(p90), C(p95) and C(p99_9) alike).
+              type: float
+        lat_us:
+          description: Total latency (submission and completion) in microseconds, the same keys as C(clat_us).
+          type: dict
+          contains:
+            mean:
+              description: Mean.
+              type: float
+            min:
+              description: Minimum.
+              type: float
+            max:
+              description: Maximum.
+              type: float
+    write:
+      description: The job's writes, the keys of C(read); V(null) when it did not write.
+      type: dict
+      contains:
+        iops:
+          description: I/O operations per second.
+          type: float
+        bw_bytes:
+          description: Bandwidth in bytes per second.
+          type: int
+    trim:
+      description: The job's trims, the keys of C(read); V(null) when it did not trim.
+      type: dict
+      contains:
+        iops:
+          description: I/O operations per second.
+          type: float
+        bw_bytes:
+          description: Bandwidth in bytes per second.
+          type: int
 totals:
   description: Sums over the jobs of read/write IOPS, bandwidth (bytes/s) and bytes moved.
   returned: when fio ran
   type: dict
+  sample: {read_iops: 25.251, read_bw_bytes: 103429, read_io_bytes: 33554432, write_iops: 18.955,
+           write_bw_bytes: 77639, write_io_bytes: 16965632}
+  contains:
+    read_iops:
+      description: Read IOPS of all jobs.
+      type: float
+    read_bw_bytes:
+      description: Read bandwidth of all jobs, bytes per second.
+      type: int
+    read_io_bytes:
+      description: Bytes read by all jobs.
+      type: int
+    write_iops:
+      description: Write IOPS of all jobs.
+      type: float
+    write_bw_bytes:
+      description: Write bandwidth of all jobs, bytes per second.
+      type: int
+    write_io_bytes:
+      description: Bytes written by all jobs.
+      type: int
 timeline:
   description:
     - With O(timeline_interval_ms), the IOPS of all jobs per interval (C(points), each C(t_ms) in Unix epoch
@@ -188,19 +306,67 @@ timeline:
     longest_pause_s: 6.5
     pauses: [{start_ms: 1764560000500, end_ms: 1764560007000, seconds: 6.5}]
     points: [{t_ms: 1764560000500, read_iops: 120, write_iops: 118, total_iops: 238}]
+  contains:
+    interval_ms:
+      description: O(timeline_interval_ms).
+      type: int
+    points:
+      description: The IOPS of all jobs per interval.
+      type: list
+      elements: dict
+      contains:
+        t_ms:
+          description: The interval's end, Unix epoch milliseconds.
+          type: int
+        read_iops:
+          description: Read IOPS in the interval.
+          type: float
+        write_iops:
+          description: Write IOPS in the interval.
+          type: float
+        total_iops:
+          description: Both together.
+          type: float
+    pauses:
+      description: The stretches of at least two intervals in which no I/O completed.
+      type: list
+      elements: dict
+      contains:
+        start_ms:
+          description: The pause's start, Unix epoch milliseconds.
+          type: int
+        end_ms:
+          description: Its end; V(null) when I/O never resumed.
+          type: int
+        seconds:
+          description: Its length.
+          type: float
+    longest_pause_s:
+      description: The longest pause, in seconds (0 when there was none).
+      type: float
 stopped:
   description: Whether O(stop_file) ended the run (fio got SIGINT).
   returned: when O(stop_file) is given and fio ran
   type: bool
+  sample: true
 seconds:
   description: How long fio ran, in seconds.
   returned: when O(stop_file) is given and fio ran
   type: float
+  sample: 41.7
 errors:
   description: Jobs that reported an error, with fio's error number.
   returned: when fio ran
   type: list
   elements: dict
+  sample: [{job: verify, error: 84}]
+  contains:
+    job:
+      description: The job's name.
+      type: str
+    error:
+      description: fio's error number (an errno; 84 - EILSEQ - is a verify mismatch).
+      type: int
 """
 
 import glob

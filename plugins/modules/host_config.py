@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: host_config
 short_description: Converge a host's plain files, directories, kernel modules and systemd units in one task
-version_added: 0.3.0
+version_added: "0.1.0"
 description:
   - Takes what one phase of a role needs on a host (directories, files with their content and modes, files that must
     be gone, kernel modules loaded and loaded at boot, systemd units enabled and started), reads what the host has,
@@ -135,7 +135,7 @@ attributes:
 requirements:
   - systemd (C(systemctl)) when O(units) is given or a unit file changes; C(modprobe) when O(kernel_modules) is given.
 author:
-  - aiinfra.fabric contributors (!UNKNOWN)
+  - aiinfra.fabric developers (@aiinfra)
 """
 
 EXAMPLES = r"""
@@ -165,15 +165,27 @@ changed_paths:
   returned: always
   type: list
   elements: str
+  sample: [/var/lib/aiinfra-fabric, /etc/systemd/system/x.service]
 kernel_modules:
-  description: Per kernel module of O(kernel_modules), whether it was loaded before this run.
+  description: Per kernel module of O(kernel_modules) (the module's name is the key), whether it was loaded before
+    this run.
   returned: always
   type: dict
   sample: {nvmet: {loaded_before: true}}
+  contains:
+    loaded_before:
+      description: Whether the module was loaded before this run.
+      type: bool
 read:
-  description: The text of each path of O(read) after the changes (V(null) when the file does not exist).
+  description: The text of each path of O(read) after the changes, the path being the key (V(null) when the file
+    does not exist).
   returned: always
   type: dict
+  sample: {/run/aiinfra-fabric/restore.status: "ok 3 subsystems\n"}
+  contains:
+    <path>:
+      description: The file's text, or V(null) when it does not exist.
+      type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule

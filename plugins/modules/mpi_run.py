@@ -35,6 +35,9 @@ description:
     C(changed_when) in the task; use O(creates)/O(removes) to run a job only once.
 author:
   - aiinfra.fabric developers (@aiinfra)
+requirements:
+  - On the launching host, C(mpirun) of Open MPI, MPICH or Intel MPI (O(launcher=mpirun)), or Slurm's C(srun)
+    (O(launcher=srun)) or C(sbatch), C(scontrol) and C(scancel) (O(launcher=sbatch)).
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
   - aiinfra.fabric.attributes.job_module
@@ -209,7 +212,7 @@ notes:
     C(--export), which passes it on to the tasks.
   - Multi-host runs need what mpirun needs - passwordless SSH from the launching host to the
     others for the user running the task, and the program at the same path everywhere. The
-    M(aiinfra.fabric.mpi_bench) role sets both up.
+    C(aiinfra.fabric.mpi_bench) role sets both up.
   - The job runs with C(LC_ALL=C).
 seealso:
   - name: Open MPI mpirun
@@ -309,32 +312,39 @@ cmd:
   returned: always
   type: list
   elements: str
+  sample: [/usr/bin/mpirun, -np, "2", --hostfile, <hostfile>, /opt/osu/pt2pt/osu_latency]
 rc:
   description: The launcher's exit status (negative signal number when it was killed).
   returned: when the job ran
   type: int
+  sample: 0
 stdout:
   description: Standard output of the job.
   returned: when the job ran
   type: str
+  sample: "[1,0]<stdout>:Process 0 on te1 contributing data 0\n"
 stderr:
   description: Standard error of the job.
   returned: when the job ran
   type: str
+  sample: ""
 duration:
   description: Wall-clock seconds of the job.
   returned: when the job ran
   type: float
+  sample: 7.548
 timed_out:
   description: Whether the job was stopped after O(timeout) seconds.
   returned: when the job ran
   type: bool
+  sample: false
 cancelled:
   description:
     - The signal that cancelled the task (C(SIGTERM), C(SIGINT), C(SIGHUP)) while the job ran; the
       job was then stopped on every host and the task failed. Null otherwise.
   returned: always
   type: str
+  sample: null
 launcher:
   description: How the job was started (mpirun, srun or sbatch), as asked.
   returned: always
@@ -350,24 +360,63 @@ transport:
   type: dict
   sample: {kind: tcp, pml: ob1, btl: "tcp,self", ucx_tls: null, ucx_net_devices: null,
            summary: "TCP sockets (Open MPI pml ob1, btl tcp,self)"}
+  contains:
+    kind:
+      description: V(tcp), V(ucx), V(verbs) or V(auto).
+      type: str
+    pml:
+      description: The Open MPI pml asked for, if any.
+      type: str
+    btl:
+      description: The Open MPI BTLs asked for, if any.
+      type: str
+    ucx_tls:
+      description: C(UCX_TLS), if set.
+      type: str
+    ucx_net_devices:
+      description: C(UCX_NET_DEVICES), if set.
+      type: str
+    summary:
+      description: The transport in words.
+      type: str
 ran:
   description: Whether the job was run (false in check mode and when O(creates)/O(removes) skipped it).
   returned: always
   type: bool
+  sample: true
 implementation:
   description: The MPI implementation used (null for srun and sbatch).
   returned: always
   type: dict
   sample: {implementation: openmpi, version: 4.1.4, banner: "mpirun (Open MPI) 4.1.4"}
+  contains:
+    implementation:
+      description: V(openmpi), V(mpich), V(intelmpi) or V(unknown).
+      type: str
+    version:
+      description: Its version, as C(mpirun --version) printed it.
+      type: str
+    banner:
+      description: The first line of C(mpirun --version).
+      type: str
 np:
   description: The number of ranks.
   returned: always
   type: int
+  sample: 3
 hosts:
   description: The hosts with their slots (empty when the job ran on the launching host only).
   returned: always
   type: list
   elements: dict
+  sample: [{name: te1, slots: 2}, {name: te2, slots: 1}]
+  contains:
+    name:
+      description: The host's name or address, as the launcher reaches it.
+      type: str
+    slots:
+      description: The ranks it may run.
+      type: int
 hostfile_content:
   description: The hostfile written for the job (null without O(hosts)).
   returned: always
@@ -389,15 +438,50 @@ batch:
            output_files: [/tmp/aiinfra-sbatch-k3v9x2qa/aiinfra-mpi-12.out,
                           /tmp/aiinfra-sbatch-k3v9x2qa/aiinfra-mpi-12.err],
            time_limit_minutes: 3}
+  contains:
+    job_id:
+      description: Slurm's job id.
+      type: str
+    job_state:
+      description: The job's last state (C(COMPLETED), C(FAILED), C(CANCELLED), C(TIMEOUT) ...).
+      type: str
+    batch_host:
+      description: The node that ran the batch script.
+      type: str
+    reason:
+      description: Slurm's reason for the state, if any.
+      type: str
+    script:
+      description: The submitted batch script.
+      type: str
+    output_dir:
+      description: The job's private output directory (mode 0700).
+      type: str
+    output_files:
+      description: The job's output and error files.
+      type: list
+      elements: str
+    time_limit_minutes:
+      description: The time limit given to Slurm.
+      type: int
+    polls:
+      description: How many status calls the wait took.
+      type: int
 launched_from:
   description: The launching host's name.
   returned: always
   type: str
+  sample: te1
 rank_output:
   description: With O(tag_output), each rank's output lines, keyed by rank number (as a string).
   returned: always
   type: dict
   sample: {"0": ["Process 0 on te1 contributing data 0"], "2": ["Process 2 on te2 contributing data 2"]}
+  contains:
+    <rank>:
+      description: The lines rank C(<rank>) printed.
+      type: list
+      elements: str
 parsed:
   description:
     - The output parsed by O(parse). C(osu) - C(tables), each with C(title), C(benchmark),
@@ -412,16 +496,148 @@ parsed:
     - Null with O(parse=none).
   returned: always
   type: dict
+  sample:
+    world_size: 4
+    ranks: [0, 1, 2, 3]
+    hosts: {"0": te1, "1": te1, "2": te1, "3": te1}
+    hello: [{host: te1, rank: 0, size: 4}, {host: te1, rank: 1, size: 4}]
+    contributions: []
+    results: []
+    all_match: false
+  contains:
+    tables:
+      description: C(osu) and C(imb) - the tables of the output, in order.
+      type: list
+      elements: dict
+      contains:
+        benchmark:
+          description: The benchmark's name.
+          type: str
+        kind:
+          description: C(osu) - V(latency), V(bandwidth), V(bibandwidth), V(message_rate) or V(collective).
+          type: str
+        rows:
+          description: One per message size - C(size) and the table's columns (see above).
+          type: list
+          elements: dict
+          contains:
+            size:
+              description: The message size in bytes.
+              type: int
+    rows:
+      description: C(osu) - the first table's rows (its other keys are at the top too).
+      type: list
+      elements: dict
+      contains:
+        size:
+          description: The message size in bytes.
+          type: int
+        latency_us:
+          description: Latency in microseconds (latency and collective tables).
+          type: float
+        bandwidth_mbs:
+          description: Bandwidth in MB/s (bandwidth tables).
+          type: float
+    version:
+      description: C(osu) and C(imb) - the benchmark suite's version.
+      type: str
+    part:
+      description: C(imb) - the IMB part (for example C(MPI-1)).
+      type: str
+    hello:
+      description: C(seed) - one entry per hello line - C(rank), C(size), C(host).
+      type: list
+      elements: dict
+      contains:
+        rank:
+          description: The rank.
+          type: int
+        size:
+          description: The world size it printed.
+          type: int
+        host:
+          description: Where it ran.
+          type: str
+    contributions:
+      description: C(seed) - the ranks' contribution lines.
+      type: list
+      elements: dict
+      contains:
+        rank:
+          description: The rank.
+          type: int
+        value:
+          description: What it contributed.
+          type: int
+    results:
+      description: C(seed) - the reduced sums received.
+      type: list
+      elements: dict
+      contains:
+        op:
+          description: The operation (reduce, allreduce).
+          type: str
+        rank:
+          description: The receiving rank.
+          type: int
+        host:
+          description: Its host.
+          type: str
+        received:
+          description: The sum it received.
+          type: int
+        expected:
+          description: The right sum.
+          type: int
+        match:
+          description: Whether they agree.
+          type: bool
+    world_size:
+      description: C(seed) - the job's size.
+      type: int
+    ranks:
+      description: C(seed) - the ranks that printed.
+      type: list
+      elements: int
+    hosts:
+      description: C(seed) - each rank's host, keyed by rank (as a string).
+      type: dict
+      contains:
+        <rank>:
+          description: The host of rank C(<rank>).
+          type: str
+    all_match:
+      description: C(seed) - whether every sum was right (false when none was printed).
+      type: bool
 checks:
   description: Every O(expect) check with C(check), C(ok), C(message) and the measured value and bound.
   returned: always
   type: list
   elements: dict
+  sample: [{check: sums_match, ok: true, message: "rank 0 on te1 (allreduce) received sum 3, expected 3", rank: 0,
+            host: te1, measured: 3, bound: 3}]
+  contains:
+    check:
+      description: The O(expect) key the check comes from.
+      type: str
+    ok:
+      description: Whether it passed.
+      type: bool
+    message:
+      description: The check in words, with the value and the bound.
+      type: str
+    measured:
+      description: The measured value, where there is one.
+      type: raw
+    bound:
+      description: The bound it was held to, where there is one.
+      type: raw
 failed_checks:
   description: The messages of the checks that failed.
   returned: always
   type: list
   elements: str
+  sample: ["rank 2 on te2 (allreduce) received sum 1, expected 3 on te1 (hosts te1,te2)"]
 """
 
 import os

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: nccl_test
 short_description: Run one NVIDIA nccl-tests benchmark and return every result row, with pass/fail gates
-version_added: 0.1.0
+version_added: "0.1.0"
 description:
   - Runs one of NVIDIA's nccl-tests binaries (C(all_reduce_perf), C(all_gather_perf), ...) on the
     GPUs of one node, or across nodes through C(mpirun) or Slurm's C(srun), and returns the whole
@@ -239,6 +239,9 @@ seealso:
     link: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html
 author:
   - aiinfra.fabric developers (@aiinfra)
+requirements:
+  - NVIDIA nccl-tests built on the GPU nodes (the nccl_tests role builds them), NCCL and the NVIDIA driver there; for
+    a run across nodes, an MPI build of nccl-tests and C(mpirun) or Slurm's C(srun) on the launching host.
 """
 
 EXAMPLES = r"""
@@ -288,90 +291,206 @@ rows:
       root: -1
       out_of_place: {time_us: 1916.4, algbw: 70.04, busbw: 122.57, wrong: 0}
       in_place: {time_us: 1907.8, algbw: 70.35, busbw: 123.11, wrong: 0}
+  contains:
+    size:
+      description: Message size in bytes.
+      type: int
+    count:
+      description: Elements per rank.
+      type: int
+    type:
+      description: Data type (C(float), C(half) ...).
+      type: str
+    redop:
+      description: Reduction operation (C(sum) ...), C(none) where there is none.
+      type: str
+    root:
+      description: Root rank, -1 where there is none.
+      type: int
+    out_of_place:
+      description: The out-of-place numbers.
+      type: dict
+      contains:
+        time_us:
+          description: Time in microseconds.
+          type: float
+        algbw:
+          description: Algorithm bandwidth, GB/s.
+          type: float
+        busbw:
+          description: Bus bandwidth, GB/s.
+          type: float
+        wrong:
+          description: The C(#wrong) count (null - N/A or the older layout).
+          type: int
+        error:
+          description: The older layout's largest deviation, instead of C(wrong).
+          type: float
+    in_place:
+      description: The in-place numbers, the keys of C(out_of_place).
+      type: dict
+      contains:
+        time_us:
+          description: Time in microseconds.
+          type: float
+        busbw:
+          description: Bus bandwidth, GB/s.
+          type: float
 avg_busbw:
   description: The C(Avg bus bandwidth) footer as printed (an average over every row, small sizes included).
   returned: when the job ran
   type: float
+  sample: 19.7866
 peak_busbw:
   description: Highest out-of-place busbw in GB/s, and RV(peak_busbw_size) its size in bytes.
   returned: when the job ran
   type: float
+  sample: 122.57
 peak_busbw_size:
   description: Size in bytes of the row with RV(peak_busbw).
   returned: when the job ran
   type: int
+  sample: 134217728
 largest_size:
   description: Largest size measured, in bytes.
   returned: when the job ran
   type: int
+  sample: 134217728
 largest_size_busbw:
   description: Out-of-place busbw at RV(largest_size) (the slowest row when several types/ops ran), what the gate compares.
   returned: when the job ran
   type: float
+  sample: 122.57
 wrong_total:
   description: Sum of all C(#wrong) values, in place and out of place.
   returned: when the job ran
   type: int
+  sample: 0
 out_of_bounds:
   description: The C(Out of bounds values) footer count.
   returned: when the job ran
   type: int
+  sample: 0
 devices:
   description: The device list nccl-tests printed (rank, group, pid, host, device, bus_id, name).
   returned: when the job ran
   type: list
   elements: dict
+  sample: [{rank: 0, group: 0, pid: 204199, host: nid005471, device: 0, bus_id: "0009:01:00", name: NVIDIA GH200 120GB}]
+  contains:
+    rank:
+      description: The rank.
+      type: int
+    group:
+      description: The group.
+      type: int
+    pid:
+      description: The rank's process id.
+      type: int
+    host:
+      description: The host it ran on.
+      type: str
+    device:
+      description: The CUDA device number.
+      type: int
+    bus_id:
+      description: The GPU's PCI bus id.
+      type: str
+    name:
+      description: The GPU's name.
+      type: str
 hosts:
   description: Hosts in the device list, in rank order.
   returned: when the job ran
   type: list
   elements: str
+  sample: [nid005471, nid005487]
 nranks:
   description: Number of ranks (GPUs) in the job.
   returned: when the job ran
   type: int
+  sample: 8
 version:
   description: nccl-tests version, NCCL header and library codes (nccl-tests 2.17+), and the C(NCCL version) line.
   returned: when the job ran
   type: dict
   sample: {nccl_tests: 2.18.3, nccl_headers: 23003, nccl_library: 23003, nccl: 2.30.3+cuda13.0}
+  contains:
+    nccl_tests:
+      description: The nccl-tests version (2.17 and later print it).
+      type: str
+    nccl_headers:
+      description: The NCCL version code nccl-tests was built with.
+      type: int
+    nccl_library:
+      description: The NCCL version code of the library it ran with.
+      type: int
+    nccl:
+      description: The C(NCCL version) line's version.
+      type: str
 result_source:
   description: V(json) when the rows came from the C(-J) report, V(text) when from the printed table.
   returned: when the job ran
   type: str
+  sample: json
 passed:
   description: True when the job ran and every gate passed, false when it failed, null when it did not run (check mode, O(creates)/O(removes)).
   returned: always
   type: bool
+  sample: true
 gates:
   description: C(passed), C(failures) (messages), C(min_busbw) (the bound used), C(bound_source) and C(size) (the size in bytes where the bound was compared).
   returned: when the job ran
   type: dict
+  sample: {passed: true, failures: [], min_busbw: 100.0, bound_source: min_busbw, size: 134217728}
+  contains:
+    passed:
+      description: Whether every gate passed.
+      type: bool
+    failures:
+      description: One message per failed gate.
+      type: list
+      elements: str
+    min_busbw:
+      description: The busbw bound used, GB/s (null - none).
+      type: float
+    bound_source:
+      description: Where the bound came from (O(min_busbw), O(min_busbw_per_gpu) ...).
+      type: str
+    size:
+      description: The size in bytes where the bound was compared.
+      type: int
 problems:
   description: Rows that could not be trusted (cut short, a value that is not a number), one message each; any fails the task.
   returned: when the job ran
   type: list
   elements: str
+  sample: []
 footer:
   description: Whether the table's footer was printed (false - the output was cut off).
   returned: when the job ran
   type: bool
+  sample: true
 requested_maxbytes:
   description: The maxbytes nccl-tests was asked for, in bytes, as its header printed it.
   returned: when the job ran
   type: int
+  sample: 134217728
 max_bytes_reduced_to:
   description: The maxBytes nccl-tests fell back to for lack of GPU memory (its C(Reducing maxBytes) line), null when it did not.
   returned: when the job ran
   type: int
+  sample: null
 expected_gpus:
   description: The number of GPUs the job was checked against (null when unknown).
   returned: when the job ran
   type: int
+  sample: 8
 other_rank_rows:
   description: Result rows printed by ranks other than the reporting one (rank 0); they are not merged into RV(rows).
   returned: when the job ran
   type: int
+  sample: 0
 transport:
   description:
     - What NCCL's INFO lines say about the path it took, when the output has them (null otherwise) - C(ranks)
@@ -382,6 +501,106 @@ transport:
       (one line), C(required) and C(passed) (null without O(require_transport)).
   returned: when the job ran
   type: dict
+  sample:
+    ranks: [{rank: 0, host: gpu1, pid: 4242, device: 0, network: IB, network_used: IB, nics: [mlx5_0], nics_used: [mlx5_0],
+             transports: {NET/IB: 4, P2P/CUMEM: 24}, gdr: true, nvls: false, coll_channels: 32, nvls_channels: null}]
+    networks: [IB]
+    transports: [NET/IB, P2P/CUMEM]
+    gdr: true
+    nvls: false
+    summary: "IB on 8 rank(s); channels via NET/IB, P2P/CUMEM; GDR on; NVLS off"
+    required: null
+    passed: null
+  contains:
+    ranks:
+      description: Per rank, what its INFO lines said.
+      type: list
+      elements: dict
+      contains:
+        rank:
+          description: The rank.
+          type: int
+        host:
+          description: Its host.
+          type: str
+        pid:
+          description: Its process id.
+          type: int
+        device:
+          description: Its CUDA device.
+          type: int
+        network:
+          description: The network NCCL selected (C(IB), C(Socket) ...).
+          type: str
+        network_used:
+          description: The network its channels went through.
+          type: str
+        nics:
+          description: The NICs NCCL found.
+          type: list
+          elements: str
+        nics_used:
+          description: The NICs its network channels went through.
+          type: list
+          elements: str
+        transports:
+          description: Channels per transport (C(NET/IB), C(P2P/CUMEM), C(SHM) ...), the transport being the key.
+          type: dict
+          contains:
+            <transport>:
+              description: The number of channels over it.
+              type: int
+        gdr:
+          description: Whether its network channels used GPUDirect RDMA.
+          type: bool
+        nvls:
+          description: Whether it used NVLink SHARP.
+          type: bool
+        coll_channels:
+          description: Its collective channels.
+          type: int
+        nvls_channels:
+          description: Its NVLS channels.
+          type: int
+    networks:
+      description: The networks of all ranks.
+      type: list
+      elements: str
+    transports:
+      description: The transports of all ranks.
+      type: list
+      elements: str
+    gdr:
+      description: GPUDirect RDMA on every rank (true), on none (false), mixed or unknown (null).
+      type: bool
+    nvls:
+      description: NVLS on every rank (true), on none (false), mixed or unknown (null).
+      type: bool
+    summary:
+      description: The path in one line.
+      type: str
+    required:
+      description: O(require_transport) as checked, its keys (null without it).
+      type: dict
+      contains:
+        network:
+          description: The network required, if any.
+          type: str
+        gdr:
+          description: Whether GPUDirect RDMA was required.
+          type: bool
+        nvls:
+          description: Whether NVLS was required.
+          type: bool
+        min_nics:
+          description: The fewest NICs each rank had to use.
+          type: int
+        all_ranks:
+          description: Whether every rank had to prove it.
+          type: bool
+    passed:
+      description: Whether O(require_transport) was met (null without it).
+      type: bool
 expectation:
   description:
     - The comparison with the catalog (null without O(expectations)) - C(status) (V(pass), V(below),
@@ -392,11 +611,43 @@ expectation:
   sample:
     status: below
     text: "te7: all_reduce busbw 312 GB/s at 8 GiB, 35 % below the H100 SXM single-node expectation of 479 GB/s, ..."
+  contains:
+    status:
+      description: V(pass), V(below) or V(not_compared).
+      type: str
+    text:
+      description: The verdict in plain words, with the source.
+      type: str
+    model:
+      description: The GPU model the figure is for.
+      type: str
+    expected_busbw:
+      description: The catalog's busbw, GB/s.
+      type: float
+    measured_busbw:
+      description: The run's busbw at that size, GB/s.
+      type: float
+    size:
+      description: The size compared at, bytes.
+      type: int
+    deficit_pct:
+      description: How far below the expectation, percent.
+      type: float
+    tolerance_pct:
+      description: The tolerance, percent.
+      type: float
+    expectation_id:
+      description: The catalog entry's id.
+      type: str
+    source:
+      description: Where the figure comes from.
+      type: str
 warnings:
   description: What the task also warned about (a reduced maxBytes, a device list missing so the GPU count was not checked).
   returned: when the job ran
   type: list
   elements: str
+  sample: []
 changed:
   description: Always false - running the benchmark changes nothing on the hosts (the same in every job module).
   returned: always
@@ -407,62 +658,87 @@ ran:
     the input was refused).
   returned: always
   type: bool
+  sample: true
 launcher:
   description: How the job was started (none, mpirun or srun), as asked.
   returned: always
   type: str
+  sample: mpirun
 launched_from:
   description: The name of the host that ran the binary or the launcher.
   returned: always
   type: str
+  sample: te1
 implementation:
   description: With O(launcher=mpirun), the MPI O(mpirun_path) is (C(implementation), C(version), C(banner)); null
     otherwise.
   returned: always
   type: dict
   sample: {implementation: openmpi, version: 4.1.4, banner: "mpirun (Open MPI) 4.1.4"}
+  contains:
+    implementation:
+      description: The MPI implementation (C(openmpi), C(mpich), ...).
+      type: str
+      sample: openmpi
+    version:
+      description: Its version.
+      type: str
+      sample: 4.1.4
+    banner:
+      description: The first line C(mpirun --version) printed.
+      type: str
+      sample: mpirun (Open MPI) 4.1.4
 argv:
   description: The command as a list (in check mode the hostfile path reads C(<hostfile>)), the same key and type in
     every job module.
   returned: always
   type: list
   elements: str
+  sample: [/usr/bin/mpirun, -np, "2", --hostfile, <hostfile>, /opt/osu/pt2pt/osu_latency]
 command:
   description:
     - The command as one shell-quoted string, for logs and copy-paste, the same key and type in every job module.
     - Earlier releases of this module returned the argv list here; that list is RV(argv) now.
   returned: always
   type: str
+  sample: "/usr/bin/mpirun -np 2 --hostfile /tmp/aiinfra-hostfile-x.txt /opt/osu/pt2pt/osu_latency"
 cmd:
   description: The same string as RV(command). Deprecated - use RV(command) (string) or RV(argv) (list);
     M(aiinfra.fabric.mpi_run)'s RV(cmd) is a list.
   returned: always
   type: str
+  sample: "/usr/bin/mpirun -np 8 --hostfile /tmp/aiinfra-hostfile-x.txt /opt/nccl-tests/build/all_reduce_perf -b 8 -e 8G"
 timed_out:
   description: Whether the job was stopped after O(timeout) seconds.
   returned: when the job ran
   type: bool
+  sample: false
 cancelled:
   description: The signal that cancelled the task (C(SIGTERM), C(SIGINT), C(SIGHUP)) while the job ran, after which
     the job was stopped; null otherwise.
   returned: when the job ran
   type: str
+  sample: null
 duration:
   description: Seconds the job ran.
   returned: when the job ran
   type: float
+  sample: 42.7
 rc:
   description: Exit status of the binary or launcher.
   returned: when the job ran
   type: int
+  sample: 0
 stdout:
   description: What the job printed.
   returned: when the job ran
   type: str
+  sample: "# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) ..."
 stderr:
   description: What the job printed on stderr.
   returned: when the job ran
   type: str
+  sample: ""
 """
 
 import os

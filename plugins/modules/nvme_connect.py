@@ -28,9 +28,9 @@ description:
     playbooks never guess device names such as C(/dev/nvme1n1).
   - With O(persistent=true) the connection is written to nvme-cli's configuration so that
     C(nvmf-autoconnect.service) reconnects it at boot. See O(persistent) for the details.
-version_added: 0.1.0
+version_added: "0.1.0"
 author:
-  - aiinfra.fabric contributors (!UNKNOWN)
+  - aiinfra.fabric developers (@aiinfra)
 requirements:
   - nvme-cli 2.x on the managed host (Debian 12 ships 2.3, Debian 13 2.13); an nvme-cli whose C(connect) lists C(--tls) for TLS.
   - The nvme-fabrics module loaded (C(/dev/nvme-fabrics) present). The kernel loads the
@@ -328,6 +328,77 @@ controllers:
       nr_io_queues: 2
       queue_size: 128
       namespaces: [nvme1n1]
+  contains:
+    name:
+      description: The controller's name.
+      type: str
+    state:
+      description: Its state (C(live), C(connecting), C(resetting), C(deleting) ...).
+      type: str
+    transport:
+      description: C(tcp), C(rdma), C(fc) or C(loop).
+      type: str
+    traddr:
+      description: The target's address.
+      type: str
+    trsvcid:
+      description: The target's service id (port).
+      type: str
+    src_addr:
+      description: The local address the connection uses (tcp).
+      type: str
+    host_traddr:
+      description: The host address it was asked to use, if any.
+      type: str
+    host_iface:
+      description: The host interface it was asked to use, if any.
+      type: str
+    subsysnqn:
+      description: The subsystem's NQN.
+      type: str
+    hostnqn:
+      description: The host NQN it connected as.
+      type: str
+    hostid:
+      description: The host id it connected with.
+      type: str
+    cntlid:
+      description: The controller id.
+      type: int
+    ctrl_loss_tmo:
+      description: Seconds before a lost controller is given up (-1 - never).
+      type: int
+    fast_io_fail_tmo:
+      description: Seconds before queued I/O fails over, as sysfs shows it (C(off) - never).
+      type: str
+    reconnect_delay:
+      description: Seconds between reconnect attempts.
+      type: int
+    keep_alive_tmo:
+      description: Keep-alive timeout, seconds.
+      type: int
+    nr_io_queues:
+      description: I/O queues.
+      type: int
+    queue_size:
+      description: Queue depth.
+      type: int
+    namespaces:
+      description: The names of its namespace devices.
+      type: list
+      elements: str
+    model:
+      description: The target's model string.
+      type: str
+    serial:
+      description: The target's serial number.
+      type: str
+    firmware_rev:
+      description: The target's firmware revision.
+      type: str
+    tls:
+      description: Whether the controller runs over TLS.
+      type: bool
 devices:
   description: Namespace block devices of the connection's controllers.
   returned: always
@@ -343,6 +414,34 @@ devices:
       wwid: uuid.3a2f4c55-8d2e-4c41-9b8d-3c1e0f6f0a11
       eui: null
       controller: nvme1
+  contains:
+    path:
+      description: The block device's path.
+      type: str
+    name:
+      description: Its kernel name.
+      type: str
+    nsid:
+      description: The namespace id.
+      type: int
+    size_bytes:
+      description: Its size in bytes.
+      type: int
+    uuid:
+      description: The namespace UUID, if it has one.
+      type: str
+    nguid:
+      description: The namespace NGUID, if it has one.
+      type: str
+    wwid:
+      description: The kernel's C(wwid).
+      type: str
+    eui:
+      description: The EUI-64, if it has one.
+      type: str
+    controller:
+      description: The controller it was found under.
+      type: str
 drift:
   description:
     - Settings of the live connection that differ from the requested ones, by controller
@@ -350,10 +449,26 @@ drift:
   returned: when a live connection differs
   type: dict
   sample: {nvme1: {ctrl_loss_tmo: {current: 600, desired: 1200}, dhchap_secret: {current: unset, desired: set}}}
+  contains:
+    <controller>:
+      description: The controller's differing settings, each with C(current) and C(desired).
+      type: dict
+      contains:
+        <setting>:
+          description: One setting that differs.
+          type: dict
+          contains:
+            current:
+              description: What the live connection has (for secrets C(set) or C(unset)).
+              type: raw
+            desired:
+              description: What was asked for.
+              type: raw
 persistent:
   description: Whether C(/etc/nvme/config.json) lists this connection after the run.
   returned: always
   type: bool
+  sample: true
 persistent_mode:
   description:
     - The mode of the file that saves this connection (C(config.json) or the drop-in) after the run (in check mode,
@@ -374,6 +489,52 @@ diff:
   description: Connection state before and after (controllers, devices, persistent, persistent_mode).
   returned: when diff mode is on
   type: dict
+  sample:
+    before: {state: disconnected, controllers: [], devices: [], persistent: false, persistent_mode: null}
+    after: {state: connected, controllers: [nvme1], devices: [/dev/nvme1n1], persistent: true, persistent_mode: "0600"}
+  contains:
+    before:
+      description: The state before the run.
+      type: dict
+      contains:
+        state:
+          description: V(connected) or V(disconnected).
+          type: str
+        controllers:
+          description: The names of the connection's controllers (C((new)) for one a connect would make).
+          type: list
+          elements: str
+        devices:
+          description: The paths of its namespace devices.
+          type: list
+          elements: str
+        persistent:
+          description: As RV(persistent).
+          type: bool
+        persistent_mode:
+          description: As RV(persistent_mode).
+          type: str
+    after:
+      description: The state after the run (in check mode, as it would be), the keys of C(before).
+      type: dict
+      contains:
+        state:
+          description: V(connected) or V(disconnected).
+          type: str
+        controllers:
+          description: The names of the connection's controllers (C((new)) for one a connect would make).
+          type: list
+          elements: str
+        devices:
+          description: The paths of its namespace devices.
+          type: list
+          elements: str
+        persistent:
+          description: As RV(persistent).
+          type: bool
+        persistent_mode:
+          description: As RV(persistent_mode).
+          type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule

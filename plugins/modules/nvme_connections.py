@@ -28,9 +28,9 @@ description:
   - With O(state=connected), once a subsystem's paths are connected its I/O policy is set (native multipath) and the
     module waits until each of its head devices has O(subsystems[].min_live_paths) usable paths, as
     M(aiinfra.fabric.nvme_multipath) does.
-version_added: 0.9.0
+version_added: "0.1.0"
 author:
-  - aiinfra.fabric contributors (!UNKNOWN)
+  - aiinfra.fabric developers (@aiinfra)
 requirements:
   - As M(aiinfra.fabric.nvme_connect) - nvme-cli 2.x, the nvme-fabrics module loaded, and C(/etc/nvme/hostnqn) for
     the paths that do not name a O(subsystems[].paths[].hostnqn).
@@ -241,20 +241,194 @@ connections:
       controllers: [{name: nvme1, state: live, transport: tcp, traddr: 10.99.0.1, trsvcid: "4420"}]
       devices: [{path: /dev/nvme1n1, name: nvme1n1, nsid: 1, controller: nvme1}]
       persistent: false
+  contains:
+    where:
+      description: The path's place in O(subsystems).
+      type: str
+    label:
+      description: The path in words - NQN, transport, address and service id.
+      type: str
+    nqn:
+      description: The subsystem's NQN.
+      type: str
+    transport:
+      description: The transport.
+      type: str
+    traddr:
+      description: The target's address.
+      type: str
+    trsvcid:
+      description: The target's service id.
+      type: str
+    hostnqn:
+      description: The host NQN the path asked for (null - the host's own).
+      type: str
+    changed:
+      description: Whether this path changed.
+      type: bool
+    operations:
+      description: What was done for this path.
+      type: list
+      elements: str
+    controllers:
+      description: The path's controllers, as M(aiinfra.fabric.nvme_connect) returns them.
+      type: list
+      elements: dict
+      contains:
+        name:
+          description: The controller's name.
+          type: str
+        state:
+          description: Its state.
+          type: str
+    devices:
+      description: The path's namespace devices, as M(aiinfra.fabric.nvme_connect) returns them.
+      type: list
+      elements: dict
+      contains:
+        path:
+          description: The block device's path.
+          type: str
+    persistent:
+      description: Whether the path is saved for nvmf-autoconnect.
+      type: bool
+    persistent_mode:
+      description: The mode of the file that saves it.
+      type: str
+    drift:
+      description: The live settings that differ, as M(aiinfra.fabric.nvme_connect) returns them.
+      type: dict
+      contains:
+        <controller>:
+          description: The controller's differing settings, each with C(current) and C(desired).
+          type: dict
+          contains:
+            <setting>:
+              description: One setting that differs.
+              type: dict
+              contains:
+                current:
+                  description: What the live connection has (for secrets C(set) or C(unset)).
+                  type: raw
+                desired:
+                  description: What was asked for.
+                  type: raw
 controllers:
   description: Every path's controllers after the run, one list.
   returned: always
   type: list
   elements: dict
+  sample: [{name: nvme1, state: live, transport: tcp, traddr: 10.99.0.1, trsvcid: "4420", subsysnqn: nqn.2024-04.io.aiinfra.lab:te1.mp}]
+  contains:
+    name:
+      description: The controller's name.
+      type: str
+    state:
+      description: Its state (C(live), C(connecting), C(resetting), C(deleting) ...).
+      type: str
+    transport:
+      description: C(tcp), C(rdma), C(fc) or C(loop).
+      type: str
+    traddr:
+      description: The target's address.
+      type: str
+    trsvcid:
+      description: The target's service id (port).
+      type: str
+    src_addr:
+      description: The local address the connection uses (tcp).
+      type: str
+    host_traddr:
+      description: The host address it was asked to use, if any.
+      type: str
+    host_iface:
+      description: The host interface it was asked to use, if any.
+      type: str
+    subsysnqn:
+      description: The subsystem's NQN.
+      type: str
+    hostnqn:
+      description: The host NQN it connected as.
+      type: str
+    hostid:
+      description: The host id it connected with.
+      type: str
+    cntlid:
+      description: The controller id.
+      type: int
+    ctrl_loss_tmo:
+      description: Seconds before a lost controller is given up (-1 - never).
+      type: int
+    fast_io_fail_tmo:
+      description: Seconds before queued I/O fails over, as sysfs shows it (C(off) - never).
+      type: str
+    reconnect_delay:
+      description: Seconds between reconnect attempts.
+      type: int
+    keep_alive_tmo:
+      description: Keep-alive timeout, seconds.
+      type: int
+    nr_io_queues:
+      description: I/O queues.
+      type: int
+    queue_size:
+      description: Queue depth.
+      type: int
+    namespaces:
+      description: The names of its namespace devices.
+      type: list
+      elements: str
+    model:
+      description: The target's model string.
+      type: str
+    serial:
+      description: The target's serial number.
+      type: str
+    firmware_rev:
+      description: The target's firmware revision.
+      type: str
+    tls:
+      description: Whether the controller runs over TLS.
+      type: bool
 devices:
   description: The namespace block devices of every path after the run, each once (with native multipath, the heads).
   returned: always
   type: list
   elements: dict
+  sample: [{path: /dev/nvme1n1, name: nvme1n1, nsid: 1, size_bytes: 1073741824, controller: nvme1}]
+  contains:
+    path:
+      description: The block device's path.
+      type: str
+    name:
+      description: Its kernel name.
+      type: str
+    nsid:
+      description: The namespace id.
+      type: int
+    size_bytes:
+      description: Its size in bytes.
+      type: int
+    uuid:
+      description: The namespace UUID, if it has one.
+      type: str
+    nguid:
+      description: The namespace NGUID, if it has one.
+      type: str
+    wwid:
+      description: The kernel's C(wwid).
+      type: str
+    eui:
+      description: The EUI-64, if it has one.
+      type: str
+    controller:
+      description: The controller it was found under.
+      type: str
 native_multipath:
   description: Whether nvme_core runs with native multipath (null when not loaded); with O(state=connected).
   returned: when state is connected
   type: bool
+  sample: true
 subsystems:
   description:
     - Per subsystem after the multipath step, as M(aiinfra.fabric.nvme_multipath) returns them (I/O policy, head
@@ -262,6 +436,39 @@ subsystems:
   returned: when state is connected
   type: list
   elements: dict
+  sample: [{name: nvme-subsys1, nqn: nqn.2024-04.io.aiinfra.lab:te1.mp, iopolicy: round-robin, paths: [], heads: []}]
+  contains:
+    name:
+      description: The kernel's subsystem name.
+      type: str
+    nqn:
+      description: The subsystem's NQN.
+      type: str
+    iopolicy:
+      description: Its multipath I/O policy.
+      type: str
+    paths:
+      description: Its paths (controllers), as M(aiinfra.fabric.nvme_multipath) returns them.
+      type: list
+      elements: dict
+      contains:
+        controller:
+          description: The controller's name.
+          type: str
+        state:
+          description: Its state.
+          type: str
+    heads:
+      description: Its head devices, as M(aiinfra.fabric.nvme_multipath) returns them.
+      type: list
+      elements: dict
+      contains:
+        path:
+          description: The head device's path.
+          type: str
+        by_id:
+          description: Its stable C(/dev/disk/by-id) name.
+          type: str
 operations:
   description: What was done (or would be, in check mode), each prefixed by the path or subsystem it concerns.
   returned: always
@@ -272,10 +479,91 @@ waited_s:
   description: Seconds spent waiting for the subsystems' paths, all together.
   returned: always
   type: float
+  sample: 1.2
 diff:
   description: Per path and per subsystem, the state before and after.
   returned: when diff mode is on
   type: dict
+  sample:
+    before: {paths: {"nqn.2024-04.io.aiinfra.lab:te1.mp tcp 10.99.0.1:4420": {state: disconnected, controllers: [],
+                     devices: [], persistent: false, persistent_mode: null}},
+             iopolicy: {"nqn.2024-04.io.aiinfra.lab:te1.mp": numa}}
+    after: {paths: {"nqn.2024-04.io.aiinfra.lab:te1.mp tcp 10.99.0.1:4420": {state: connected, controllers: [nvme1],
+                    devices: [/dev/nvme1n1], persistent: false, persistent_mode: null}},
+            iopolicy: {"nqn.2024-04.io.aiinfra.lab:te1.mp": round-robin}}
+  contains:
+    before:
+      description: The state before the run.
+      type: dict
+      contains:
+        paths:
+          description: Per path (by its label), the state as M(aiinfra.fabric.nvme_connect) shows it in its diff.
+          type: dict
+          contains:
+            <label>:
+              description: One path's state.
+              type: dict
+              contains:
+                state:
+                  description: V(connected) or V(disconnected).
+                  type: str
+                controllers:
+                  description: The names of its controllers.
+                  type: list
+                  elements: str
+                devices:
+                  description: The paths of its namespace devices.
+                  type: list
+                  elements: str
+                persistent:
+                  description: Whether it is saved for nvmf-autoconnect.
+                  type: bool
+                persistent_mode:
+                  description: The mode of the file that saves it.
+                  type: str
+        iopolicy:
+          description: Per subsystem NQN, its I/O policy.
+          type: dict
+          contains:
+            <nqn>:
+              description: The I/O policy.
+              type: str
+    after:
+      description: The state after the run (in check mode, as it would be).
+      type: dict
+      contains:
+        paths:
+          description: Per path (by its label), the state as M(aiinfra.fabric.nvme_connect) shows it in its diff.
+          type: dict
+          contains:
+            <label>:
+              description: One path's state.
+              type: dict
+              contains:
+                state:
+                  description: V(connected) or V(disconnected).
+                  type: str
+                controllers:
+                  description: The names of its controllers.
+                  type: list
+                  elements: str
+                devices:
+                  description: The paths of its namespace devices.
+                  type: list
+                  elements: str
+                persistent:
+                  description: Whether it is saved for nvmf-autoconnect.
+                  type: bool
+                persistent_mode:
+                  description: The mode of the file that saves it.
+                  type: str
+        iopolicy:
+          description: Per subsystem NQN, its I/O policy.
+          type: dict
+          contains:
+            <nqn>:
+              description: The I/O policy.
+              type: str
 """
 
 import os

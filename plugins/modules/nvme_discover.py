@@ -23,9 +23,9 @@ description:
     the controller again. That also makes the secret reach the discovery controller, which C(nvme discover
     --dhchap-secret) never did; libnvme 1.3 to 1.16 (nvme-cli 2.3 to 2.16) leave it out of the options of
     a discovery controller.
-version_added: 0.1.0
+version_added: "0.1.0"
 author:
-  - aiinfra.fabric contributors (!UNKNOWN)
+  - aiinfra.fabric developers (@aiinfra)
 requirements:
   - nvme-cli 1.x or 2.x on the managed host; the nvme-fabrics module loaded.
 options:
@@ -117,6 +117,37 @@ entries:
       traddr: 10.99.0.1
       eflags: none
       sectype: none
+  contains:
+    trtype:
+      description: The transport.
+      type: str
+    adrfam:
+      description: The address family.
+      type: str
+    subtype:
+      description: C(nvme subsystem), C(discovery subsystem) or C(current discovery subsystem).
+      type: str
+    treq:
+      description: The transport requirements (secure channel, flow control).
+      type: str
+    portid:
+      description: The port id.
+      type: int
+    trsvcid:
+      description: The service id.
+      type: str
+    subnqn:
+      description: The subsystem's NQN.
+      type: str
+    traddr:
+      description: The address.
+      type: str
+    eflags:
+      description: The entry flags.
+      type: str
+    sectype:
+      description: tcp - the security type.
+      type: str
 subsystems:
   description: The C(subnqn) of the entries whose subtype is C(nvme subsystem), in log order.
   returned: always
@@ -127,6 +158,7 @@ genctr:
   description: Generation counter of the discovery log (changes when the log changes).
   returned: when nvme-cli prints it
   type: int
+  sample: 3
 """
 
 import ipaddress

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: nvme_mkfs
 short_description: Make a file system on a namespace only when the device carries no other signature
-version_added: 0.2.0
+version_added: "0.1.0"
 description:
   - Lists every signature on the device with C(wipefs --json) (file systems, partition
     tables such as C(gpt), C(PMBR) and C(dos), LVM and RAID members, crypto headers) and
@@ -20,7 +20,7 @@ description:
     M(community.general.filesystem) does before running C(mkfs -F), misses partition tables.
   - With O(force=true) the signatures are wiped (C(wipefs --all)) and the file system is made.
 author:
-  - aiinfra.fabric contributors (!UNKNOWN)
+  - aiinfra.fabric developers (@aiinfra)
 requirements:
   - util-linux 2.29 or later (C(wipefs --json --output)), C(blkid), and C(mkfs.<fstype>).
 options:
@@ -87,6 +87,22 @@ signatures:
   sample:
     - {type: gpt, usage: partition-table, offset: "0x200", uuid: null, label: null}
     - {type: PMBR, usage: partition-table, offset: "0x1fe", uuid: null, label: null}
+  contains:
+    type:
+      description: What wipefs names the signature (C(ext4), C(gpt), C(LVM2_member) ...).
+      type: str
+    usage:
+      description: What it is (C(filesystem), C(partition-table), C(raid), C(crypto) ...).
+      type: str
+    offset:
+      description: Where it is on the device, as wipefs prints it.
+      type: str
+    uuid:
+      description: Its UUID, if it has one.
+      type: str
+    label:
+      description: Its label, if it has one.
+      type: str
 uuid:
   description: The UUID of the file system on the device after the run (null in check mode before mkfs).
   returned: always

@@ -20,9 +20,12 @@ description:
     which paths carry the I/O.
   - With O(min_live_paths) the module waits (up to O(wait_timeout)) until every head has that many usable paths
     (controller C(live), ANA state optimized or non-optimized), so a play can wait for a path to come back.
-version_added: 0.3.0
+version_added: "0.1.0"
 author:
-  - aiinfra.fabric contributors (!UNKNOWN)
+  - aiinfra.fabric developers (@aiinfra)
+requirements:
+  - Linux with native NVMe multipath (C(nvme_core multipath=Y), the default of Debian's kernels); the C(queue-depth)
+    I/O policy needs Linux 6.11 or later. Only sysfs is read and written - no nvme-cli.
 options:
   nqn:
     description: NQNs of the subsystems to manage and report. Each must be connected (at least one path).
@@ -101,6 +104,7 @@ native_multipath:
   description: Whether nvme_core runs with native multipath (null when nvme_core is not loaded).
   returned: always
   type: bool
+  sample: true
 kernel:
   description: The running kernel release.
   returned: always
@@ -140,6 +144,133 @@ subsystems:
           paths:
             - {controller: nvme1, path_device: nvme1c1n1, transport: tcp, traddr: 10.99.0.1, trsvcid: "4420",
                state: live, ana_state: optimized, ana_grpid: 1, ios: 5210}
+  contains:
+    name:
+      description: The kernel's subsystem name.
+      type: str
+    nqn:
+      description: The subsystem's NQN.
+      type: str
+    iopolicy:
+      description: Its multipath I/O policy.
+      type: str
+    model:
+      description: The target's model string.
+      type: str
+    serial:
+      description: The target's serial number.
+      type: str
+    paths:
+      description: One entry per controller (path) of the subsystem.
+      type: list
+      elements: dict
+      contains:
+        controller:
+          description: The controller's name.
+          type: str
+        transport:
+          description: The transport.
+          type: str
+        traddr:
+          description: The target's address.
+          type: str
+        trsvcid:
+          description: The target's service id.
+          type: str
+        host_traddr:
+          description: The host address it was asked to use, if any.
+          type: str
+        host_iface:
+          description: The host interface it was asked to use, if any.
+          type: str
+        src_addr:
+          description: The local address it uses (tcp).
+          type: str
+        state:
+          description: The controller's state.
+          type: str
+        namespaces:
+          description: Per head device name (the key), the path's view of that namespace.
+          type: dict
+          contains:
+            <head>:
+              description: One namespace through this path.
+              type: dict
+              contains:
+                path_device:
+                  description: The hidden per-path device.
+                  type: str
+                ana_state:
+                  description: The ANA state.
+                  type: str
+                ana_grpid:
+                  description: The ANA group.
+                  type: int
+                ios:
+                  description: I/Os completed through this path.
+                  type: int
+    heads:
+      description: The subsystem's multipath head devices (the ones to use).
+      type: list
+      elements: dict
+      contains:
+        name:
+          description: The head's kernel name.
+          type: str
+        path:
+          description: Its device path.
+          type: str
+        by_id:
+          description: Its stable C(/dev/disk/by-id) name (by UUID, NGUID or EUI where it has one).
+          type: str
+        by_id_links:
+          description: All its C(/dev/disk/by-id) names.
+          type: list
+          elements: str
+        nsid:
+          description: The namespace id.
+          type: int
+        wwid:
+          description: The kernel's C(wwid).
+          type: str
+        uuid:
+          description: The namespace UUID, if any.
+          type: str
+        size_bytes:
+          description: Its size in bytes.
+          type: int
+        paths:
+          description: Its paths.
+          type: list
+          elements: dict
+          contains:
+            controller:
+              description: The controller's name.
+              type: str
+            path_device:
+              description: The hidden per-path device (C(nvmeXcYnZ)).
+              type: str
+            transport:
+              description: The transport.
+              type: str
+            traddr:
+              description: The target's address.
+              type: str
+            trsvcid:
+              description: The target's service id.
+              type: str
+            state:
+              description: The controller's state.
+              type: str
+            ana_state:
+              description: The path's ANA state (C(optimized), C(non-optimized), C(inaccessible) ...).
+              type: str
+            ana_grpid:
+              description: The path's ANA group.
+              type: int
+            ios:
+              description: The I/Os completed through this path (reads and writes).
+              type: int
 operations:
   description: I/O policy writes done (or, in check mode, that would be done).
   returned: always
@@ -150,10 +281,12 @@ time_ms:
   description: When the returned state was read (Unix epoch milliseconds), to line it up with I/O logs.
   returned: always
   type: int
+  sample: 1764560000500
 waited_s:
   description: Seconds spent waiting for O(min_live_paths).
   returned: always
   type: float
+  sample: 0.0
 """
 
 import os

@@ -42,9 +42,9 @@ description:
     the identity as revoked, without its PSK, so the next run, or O(state=absent), unlinks it, and the boot
     loader does not load it. A run after any partial failure converges.
   - PSKs are never returned, logged or shown in a diff; results name keys by their identity.
-version_added: 0.2.0
+version_added: "0.1.0"
 author:
-  - aiinfra.fabric contributors (!UNKNOWN)
+  - aiinfra.fabric developers (@aiinfra)
 requirements:
   - nvme-cli with TLS key support (Debian 13's 2.13; only its help is read),
     keyutils (C(libkeyutils.so.1) for inserting, C(keyctl) to read the keyring and to unlink), a kernel with
@@ -124,6 +124,11 @@ keys:
     loaded:
       description: Whether the keyring links it (in check mode, whether it would).
       type: bool
+  sample:
+    - hostnqn: nqn.2014-08.org.nvmexpress:uuid:819aca5a-f59f-42a3-bc77-d440efb6a6b0
+      subsysnqn: nqn.2024-01.io.aiinfra.lab:tls
+      identity: "NVMe0R01 nqn.2014-08.org.nvmexpress:uuid:819aca5a-f59f-42a3-bc77-d440efb6a6b0 nqn.2024-01.io.aiinfra.lab:tls"
+      loaded: true
 store_mode:
   description:
     - The key store's mode after the run (in check mode, as it would be), V(0600); null when there is no store.
@@ -139,11 +144,14 @@ operations:
   returned: always
   type: list
   elements: str
+  sample: ["insert NVMe0R01 nqn.2014-08.org.nvmexpress:uuid:819a... nqn.2024-01.io.aiinfra.lab:tls",
+           "write store /etc/nvme/aiinfra-fabric/tls-keys.json"]
 planned:
   description: Every planned operation, when one of them failed.
   returned: failure
   type: list
   elements: str
+  sample: ["unlink NVMe0R01 ...", "insert NVMe0R01 ..."]
 """
 
 import os

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: nvmet_host
 short_description: Manage a host entry of the Linux kernel NVMe-oF target (nvmet), with DH-HMAC-CHAP
-version_added: 0.1.0
+version_added: "0.1.0"
 description:
   - Declares C(<configfs_root>/nvmet/hosts/<hostnqn>) and its DH-HMAC-CHAP settings. A subsystem admits the host
     once it is in the subsystem's allowed hosts (M(aiinfra.fabric.nvmet_subsystem) O(aiinfra.fabric.nvmet_subsystem#module:allowed_hosts)).
@@ -21,7 +21,10 @@ description:
     subsystems, or O(force)).
   - Keys cannot be cleared in place (the kernel refuses an empty key); remove and recreate the host instead.
 author:
-  - aiinfra.fabric contributors (!UNKNOWN)
+  - aiinfra.fabric developers (@aiinfra)
+requirements:
+  - Linux with the nvmet kernel module and configfs mounted at O(configfs_root) (C(/sys/kernel/config)); the
+    transport modules (C(nvmet-tcp), C(nvmet-rdma)) for the ports. Python 3 on the target; no nvmetcli.
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
   - aiinfra.fabric.attributes.declarative

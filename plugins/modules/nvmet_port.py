@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: nvmet_port
 short_description: Manage an NVMe-oF port of the Linux kernel target (nvmet) through configfs
-version_added: 0.1.0
+version_added: "0.1.0"
 description:
   - Declares one port under C(<configfs_root>/nvmet/ports/<port_id>) (transport, address, parameters) and the
     subsystems linked to it. Linking the first subsystem enables the port (the kernel starts listening).
@@ -22,7 +22,10 @@ description:
   - All input is validated before anything is touched, including that the transport's kernel module (for
     example C(nvmet_tcp) for tcp, C(nvme_loop) for loop) is loaded and that listed subsystems exist.
 author:
-  - aiinfra.fabric contributors (!UNKNOWN)
+  - aiinfra.fabric developers (@aiinfra)
+requirements:
+  - Linux with the nvmet kernel module and configfs mounted at O(configfs_root) (C(/sys/kernel/config)); the
+    transport modules (C(nvmet-tcp), C(nvmet-rdma)) for the ports. Python 3 on the target; no nvmetcli.
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
   - aiinfra.fabric.attributes.declarative
@@ -238,20 +241,59 @@ port:
       description: Inline data size.
       type: int
     params:
-      description: Other C(param_*) values.
+      description: Other C(param_*) values, without the prefix, as text (C(max_queue_size), C(pi_enable) ...).
       type: dict
+      contains:
+        max_queue_size:
+          description: C(param_max_queue_size).
+          type: str
+        pi_enable:
+          description: C(param_pi_enable).
+          type: str
     subsystems:
       description: Linked subsystem NQNs, sorted.
       type: list
       elements: str
     referrals:
-      description: Referrals with name, trtype, adrfam, traddr, trsvcid, treq, portid and enabled.
+      description: The port's discovery referrals.
       type: list
       elements: dict
+      contains:
+        name:
+          description: The referral's name.
+          type: str
+        trtype:
+          description: Its transport.
+          type: str
+        adrfam:
+          description: Its address family.
+          type: str
+        traddr:
+          description: Its address.
+          type: str
+        trsvcid:
+          description: Its service id.
+          type: str
+        treq:
+          description: Its secure channel requirement.
+          type: str
+        portid:
+          description: The port id it refers to.
+          type: str
+        enabled:
+          description: Whether it is enabled.
+          type: bool
     ana_groups:
-      description: ANA groups with their state.
+      description: The port's ANA groups.
       type: list
       elements: dict
+      contains:
+        grpid:
+          description: The group id.
+          type: int
+        state:
+          description: Its state (C(optimized), C(non-optimized), C(inaccessible), C(persistent-loss), C(change)).
+          type: str
   sample:
     port_id: 1
     trtype: tcp

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: nvmet_subsystem
 short_description: Manage an NVMe-oF subsystem of the Linux kernel target (nvmet) through configfs
-version_added: 0.1.0
+version_added: "0.1.0"
 description:
   - Declares one subsystem under C(<configfs_root>/nvmet/subsystems/<nqn>) with its namespaces, host access and
     identity attributes. The module reads the current tree, plans the difference and applies only that, in the
@@ -30,7 +30,10 @@ description:
     C(hosts/) are never removed by this module (use M(aiinfra.fabric.nvmet_host)).
   - All input is validated before anything is touched.
 author:
-  - aiinfra.fabric contributors (!UNKNOWN)
+  - aiinfra.fabric developers (@aiinfra)
+requirements:
+  - Linux with the nvmet kernel module and configfs mounted at O(configfs_root) (C(/sys/kernel/config)); the
+    transport modules (C(nvmet-tcp), C(nvmet-rdma)) for the ports. Python 3 on the target; no nvmetcli.
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
   - aiinfra.fabric.attributes.declarative
@@ -188,18 +191,63 @@ subsystem:
       type: list
       elements: str
     namespaces:
-      description: Namespaces by nsid with device_path, enabled, uuid, nguid, ana_grpid, buffered_io.
+      description: The namespaces, by nsid.
       type: list
       elements: dict
+      contains:
+        nsid:
+          description: The namespace id.
+          type: int
+        device_path:
+          description: The backing device or file.
+          type: str
+        enabled:
+          description: Whether it is enabled.
+          type: bool
+        uuid:
+          description: Its UUID, if set.
+          type: str
+        nguid:
+          description: Its NGUID, if set.
+          type: str
+        ana_grpid:
+          description: Its ANA group.
+          type: int
+        buffered_io:
+          description: Whether a file is read through the page cache.
+          type: bool
     attributes:
       description:
         - The other C(attr_*) values without prefix (serial, model, version, firmware, cntlid_min, ...), in the form
           the kernel shows them (serial without its padding).
       type: dict
+      contains:
+        model:
+          description: C(attr_model).
+          type: str
+        serial:
+          description: C(attr_serial), without its padding.
+          type: str
+        version:
+          description: C(attr_version), the NVMe version the subsystem reports.
+          type: str
+        firmware:
+          description: C(attr_firmware).
+          type: str
+        cntlid_min:
+          description: C(attr_cntlid_min) (C(cntlid_max), C(qid_max) ... alike).
+          type: str
     passthru:
       description: For a passthru subsystem, its controller (C(device_path)) and whether it is enabled; else null.
         Passthru subsystems are reported, not managed (namespaces for them are refused).
       type: dict
+      contains:
+        device_path:
+          description: The passthru controller.
+          type: str
+        enabled:
+          description: Whether passthru is enabled.
+          type: bool
   sample:
     nqn: nqn.2024-04.com.example:te1.target1
     allow_any_host: false

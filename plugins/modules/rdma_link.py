@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: rdma_link
 short_description: Manage software RDMA links (soft-RoCE rxe, soft-iWARP siw) on a network interface
-version_added: 0.1.0
+version_added: "0.1.0"
 description:
   - Creates or deletes a software RDMA device on top of a network interface with iproute2's
     C(rdma link add NAME type rxe netdev NETDEV) / C(rdma link delete NAME), idempotently.
@@ -96,7 +96,7 @@ seealso:
     description: The iproute2 manual page for C(rdma link).
     link: https://man7.org/linux/man-pages/man8/rdma-link.8.html
 author:
-  - aiinfra.fabric contributors (!UNKNOWN)
+  - aiinfra.fabric developers (@aiinfra)
 """
 
 EXAMPLES = r"""
@@ -131,11 +131,44 @@ link:
   returned: always
   type: dict
   sample: {name: rxe0, netdev: eth1, port: 1, state: ACTIVE, physical_state: LINK_UP}
+  contains:
+    name:
+      description: The RDMA device (C(rxe0)).
+      type: str
+    port:
+      description: Its port number.
+      type: int
+    state:
+      description: The port state (C(ACTIVE), C(DOWN) ...).
+      type: str
+    physical_state:
+      description: The physical state (C(LINK_UP) ...).
+      type: str
+    netdev:
+      description: The network interface it runs over (null for links without one, such as InfiniBand ports).
+      type: str
 links:
   description: All RDMA links on the host after the change, as C(rdma -j link show) reports them.
   returned: always
   type: list
   elements: dict
+  sample: [{name: rxe0, netdev: eth1, port: 1, state: ACTIVE, physical_state: LINK_UP}]
+  contains:
+    name:
+      description: The RDMA device (C(rxe0)).
+      type: str
+    port:
+      description: Its port number.
+      type: int
+    state:
+      description: The port state (C(ACTIVE), C(DOWN) ...).
+      type: str
+    physical_state:
+      description: The physical state (C(LINK_UP) ...).
+      type: str
+    netdev:
+      description: The network interface it runs over (null for links without one, such as InfiniBand ports).
+      type: str
 hardware_devices:
   description: Names of RDMA devices backed by hardware (they have a bus device in sysfs).
   returned: always
@@ -146,6 +179,7 @@ skipped_for_hardware:
   description: True when O(when_hardware=skip) and a hardware RDMA device exists, so nothing was done.
   returned: always
   type: bool
+  sample: false
 operations:
   description:
     - The operations, one line each, in the order they ran (in check mode, would run); empty when nothing changed.
@@ -171,6 +205,100 @@ diff:
       O(state=absent)).
   returned: when diff mode is on
   type: dict
+  sample:
+    before: {link: null, /etc/systemd/system/aiinfra-soft-roce-rxe0.service: null,
+             unit aiinfra-soft-roce-rxe0.service: {enabled: false}}
+    after: {link: {name: rxe0, netdev: eth1, port: 1, state: ACTIVE, physical_state: LINK_UP},
+            /etc/systemd/system/aiinfra-soft-roce-rxe0.service: {type: file, mode: "0644", size: 574,
+                                                                   sha256: "9f2c...", content: "[Unit]\n..."},
+            unit aiinfra-soft-roce-rxe0.service: {enabled: true}}
+  contains:
+    before:
+      description: The state before the run, keyed C(link), the unit file's path and C(unit <unit_name>).
+      type: dict
+      contains:
+        link:
+          description: The link, as RV(link).
+          type: dict
+          contains:
+            name:
+              description: The RDMA device.
+              type: str
+            netdev:
+              description: The network interface.
+              type: str
+        <unit file path>:
+          description: The unit file - C(type), C(mode), C(sha256), C(size), C(content); V(null) when missing.
+          type: dict
+          contains:
+            type:
+              description: C(file).
+              type: str
+            mode:
+              description: Its mode.
+              type: str
+            sha256:
+              description: Its content's SHA-256.
+              type: str
+            size:
+              description: Its size in bytes.
+              type: int
+            content:
+              description: Its text.
+              type: str
+        unit <unit_name>:
+          description: The unit - C(enabled), and C(active) with O(state=absent).
+          type: dict
+          contains:
+            enabled:
+              description: Whether the unit is enabled.
+              type: bool
+            active:
+              description: Whether it is active (with O(state=absent)).
+              type: bool
+    after:
+      description: The state after the run (in check mode, as it would be), the keys of C(before).
+      type: dict
+      contains:
+        link:
+          description: The link, as RV(link).
+          type: dict
+          contains:
+            name:
+              description: The RDMA device.
+              type: str
+            netdev:
+              description: The network interface.
+              type: str
+        <unit file path>:
+          description: The unit file - C(type), C(mode), C(sha256), C(size), C(content); V(null) when missing.
+          type: dict
+          contains:
+            type:
+              description: C(file).
+              type: str
+            mode:
+              description: Its mode.
+              type: str
+            sha256:
+              description: Its content's SHA-256.
+              type: str
+            size:
+              description: Its size in bytes.
+              type: int
+            content:
+              description: Its text.
+              type: str
+        unit <unit_name>:
+          description: The unit - C(enabled), and C(active) with O(state=absent).
+          type: dict
+          contains:
+            enabled:
+              description: Whether the unit is enabled.
+              type: bool
+            active:
+              description: Whether it is active (with O(state=absent)).
+              type: bool
 """
 
 from ansible.module_utils.basic import AnsibleModule

@@ -10,7 +10,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: validate_role_inputs
 short_description: Check the variables of several roles against their argument specifications, before anything runs
-version_added: 0.1.0
+version_added: "0.1.0"
 description:
   - Runs on the controller (an action plugin; it never connects to a host and starts no module). For each role in
     O(roles), reads C(<roles_dir>/<role>/meta/argument_specs.yml), entry point C(main), and applies it to the
@@ -23,6 +23,8 @@ description:
   - The C(fabric_inputs) role runs it as the first play of the main playbooks.
 author:
   - aiinfra.fabric developers (@aiinfra)
+requirements:
+  - Nothing beyond ansible-core; it runs on the controller and never connects to the host.
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
   - aiinfra.fabric.attributes.controller_action
@@ -64,13 +66,16 @@ roles:
   returned: always
   type: list
   elements: str
+  sample: [nvmeof_target, nvmeof_initiator]
 argument_errors:
   description: "One line per error, C(<role>: <message>)."
   returned: failed
   type: list
   elements: str
+  sample: ["nvmeof_target: value of nvmeof_target_transport must be one of: rdma, tcp, got: rmda"]
 msg:
   description: C(Validation of arguments failed:) and the error lines, or one line saying all passed.
   returned: always
   type: str
+  sample: The variables of 2 role(s) pass their argument specifications
 """

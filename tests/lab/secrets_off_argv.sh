@@ -66,6 +66,7 @@ for value in (dhchap["nvmeof_initiator_dhchap_secret"], dhchap["nvmeof_initiator
 EOF
 
 for vm in "${vms[@]}"; do
+  # shellcheck disable=SC2016  # single quotes on purpose: the VM's shell expands it
   release=$(on "$vm" '. /etc/os-release; echo "$VERSION_CODENAME"') || die "$vm does not answer: lab/labctl up first"
   [ "$release" = trixie ] || die "$vm runs $release: this proof needs the trixie lab (TLS: nvme-cli 2.13, tlshd)"
 done
@@ -121,40 +122,45 @@ echo "mount=$(findmnt -n -o SOURCE "$2" || echo none)"
 EOF_SH
 }
 now=$(connection) || true
-log "te2 after the converge: $(echo $now)"
+log "te2 after the converge: ${now//$'\n'/ }"
 echo "$now" | grep -q 'state=live tls_key=[0-9a-f][0-9a-f]* dhchap_secret=set dhchap_ctrl_secret=set' \
   || die "no live TLS controller with both DH-HMAC-CHAP secrets on te2 after the converge"
 
 boot_id() { on "$1" cat /proc/sys/kernel/random/boot_id 2>/dev/null || true; }
 reboot_vm() {
-  local vm=$1 old new i
+  local vm=$1 old new
   old=$(boot_id "$vm")
   log "rebooting $vm"
   on "$vm" 'systemctl reboot --no-wall' >/dev/null 2>&1 || true
-  for i in $(seq 1 240); do
+  for _ in $(seq 1 240); do
     sleep 5
     new=$(boot_id "$vm")
     [ -n "$new" ] && [ "$new" != "$old" ] && break
   done
-  [ -n "$new" ] && [ "$new" != "$old" ] || die "$vm did not come back from its reboot"
-  ON_TIMEOUT=960 on "$vm" 'timeout 900 systemctl is-system-running --wait >/dev/null; systemctl is-active '"$unit" \
-    >/dev/null || die "the sampler is not running on $vm after its reboot"
+  if [ -z "$new" ] || [ "$new" = "$old" ]; then die "$vm did not come back from its reboot"; fi
+  # SSH itself may time out while the guest finishes booting on a busy host: ask again.
+  for i in 1 2 3 4 5 6; do
+    ON_TIMEOUT=960 on "$vm" 'timeout 900 systemctl is-system-running --wait >/dev/null; systemctl is-active '"$unit" \
+      >/dev/null && break
+    [ "$i" = 6 ] && die "the sampler is not running on $vm after its reboot"
+    sleep 10
+  done
 }
 
 reboot_vm te1
-for i in $(seq 1 60); do
+for _ in $(seq 1 60); do
   [ "$(on te1 systemctl is-active aiinfra-nvmet.service 2>/dev/null)" = active ] && break
   sleep 5
 done
 [ "$(on te1 systemctl is-active aiinfra-nvmet.service 2>/dev/null)" = active ] || die "te1's target did not come back"
 
 reboot_vm te2
-for i in $(seq 1 60); do
+for _ in $(seq 1 60); do
   now=$(connection) || true
   echo "$now" | grep -q 'state=live' && ! echo "$now" | grep -q 'mount=none' && break
   sleep 5
 done
-log "te2 after its reboot: $(echo $now)"
+log "te2 after its reboot: ${now//$'\n'/ }"
 echo "$now" | grep -q 'state=live tls_key=[0-9a-f][0-9a-f]* dhchap_secret=set dhchap_ctrl_secret=set' \
   || die "the TLS connection with both DH-HMAC-CHAP secrets did not come back on te2 at boot"
 

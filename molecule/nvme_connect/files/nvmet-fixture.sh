@@ -19,7 +19,7 @@ ADDR=10.99.0.1
 SUBSYS=(nqn.2024-01.io.aiinfra.test:plain nqn.2024-01.io.aiinfra.test:auth)
 
 clear_all() {
-  local p s h
+  local p s
   for p in 1 2; do
     [ -d "$CFG/ports/$p" ] || continue
     find "$CFG/ports/$p/subsystems" -mindepth 1 -maxdepth 1 -type l -exec rm -f {} +

@@ -63,14 +63,18 @@ def converge_multipath(sysfs, nqns, iopolicy, native, min_live_paths, wait_timeo
             except MultipathError as exc:
                 raise MultipathFailure(str(exc), result)
 
+    # waited_s counts the time spent waiting for paths: 0.0 when the first look found
+    # enough (reading sysfs is not waiting, however long a loaded host takes for it).
     started = time.time()
+    slept = False
     while True:
         subsystems = sysfs.subsystems(nqns)
         problems = path_shortfall(subsystems, min_live_paths)
         if not problems or time.time() - started >= wait_timeout:
             break
         time.sleep(0.5)
-    result["waited_s"] = round(time.time() - started, 1)
+        slept = True
+    result["waited_s"] = round(time.time() - started, 1) if slept else 0.0
     result["time_ms"] = int(time.time() * 1000)
     if check_mode:
         for subsystem in subsystems:

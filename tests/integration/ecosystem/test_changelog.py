@@ -19,4 +19,6 @@ def test_every_fragment_is_yaml_in_a_known_section():
     for name in os.listdir(frag_dir):
         with open(os.path.join(frag_dir, name)) as f:
             data = yaml.safe_load(f)
-        assert set(data) <= sections, (name, set(data) - sections)
+        # "add object.role", "add plugin.filter" ...: what antsibull-changelog does not find by itself.
+        unknown = {k for k in data if not k.startswith(("add object.", "add plugin."))} - sections
+        assert not unknown, (name, unknown)

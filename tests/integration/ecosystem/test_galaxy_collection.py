@@ -16,7 +16,7 @@ CLUTTER = [
     "benchmarks/*", "third_party/*", "build/*", "context/*", "results/*", "inventory/*",
     "tests/unit/*", "tests/integration/*", "tests/lab/*", "tests/fixtures/*", "tests/output/*", "tests/conftest.py",
     "*/__pycache__/*", "*.pyc", ".pytest_cache/*", "*.tar.gz",
-    "ansible.cfg", "pytest.ini", ".ansible-lint", ".yamllint", ".gitignore", "execution-environment.yml",
+    "ansible.cfg", "pytest.ini", ".ansible-lint", ".yamllint", ".shellcheckrc", ".gitignore", "execution-environment.yml",
 ]
 
 
@@ -93,13 +93,19 @@ def test_installed_playbook_runs_from_the_collection(installed):
     assert "playbook: " in proc.stdout
 
 
-def test_scripts_docs_generates_a_page_per_module_and_role(tmp_path):
+def test_scripts_docs_builds_the_docs_site(tmp_path):
+    """scripts/docs: antsibull-docs and Sphinx make a page per module, filter and role, with
+    warnings as errors (a broken reference into the collection fails the build)."""
     out = tmp_path / "docs"
-    run([os.path.join(TOP, "scripts", "docs"), str(out)], cwd=TOP)
+    proc = run([os.path.join(TOP, "scripts", "docs"), str(out)], cwd=TOP)
+    assert "pages of aiinfra.fabric" in proc.stdout, proc.stdout + proc.stderr
+    site = out / "html" / "collections" / "aiinfra" / "fabric"
     for module in modules():
-        page = (out / "modules" / (module + ".md")).read_text()
-        assert page.startswith("# aiinfra.fabric.%s" % module) and "## Parameters" in page, page[:500]
+        page = (site / (module + "_module.html")).read_text()
+        assert "aiinfra.fabric.%s module" % module in page and "Return Values" in page, module
     for role in roles():
-        assert "### Variables" in (out / "roles" / (role + ".md")).read_text()
-    index = (out / "index.md").read_text()
-    assert all("modules/%s.md" % m in index for m in modules())
+        assert "aiinfra.fabric.%s role" % role in (site / (role + "_role.html")).read_text(), role
+    filters = sorted(f[len("plugins/filter/"):-4] for f in repo_files() if fnmatch.fnmatch(f, "plugins/filter/*.yml"))
+    assert filters and all((site / (f + "_filter.html")).exists() for f in filters), filters
+    index = (site / "index.html").read_text()
+    assert all("%s_module.html" % m in index for m in modules())

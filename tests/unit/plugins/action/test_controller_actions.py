@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from ansible.release import __version__ as ansible_core_version
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.saved import read_saved_results
 
@@ -29,6 +30,8 @@ SAVE = """---
         name: aiinfra.fabric.fabric_report
         tasks_from: save.yml
 """
+
+ansible_version = tuple(int(part) for part in ansible_core_version.split(".")[:2])
 
 INPUTS = """---
 - name: Check the inputs
@@ -108,7 +111,9 @@ def test_inputs_name_every_wrong_variable_of_every_role_at_once(work):
                   "-e", "nvmeof_initiator_transport=carrier-pigeon")
     assert rc != 0, out
     assert "Validation of arguments failed" in out
-    assert "nvmeof_target: " in out and "nvmeof_target_port_id" in out and "lots" in out
+    assert "nvmeof_target: " in out and "nvmeof_target_port_id" in out
+    # ansible-core 2.19's conversion error names the value too; 2.16's says only the type.
+    assert "lots" in out or ansible_version < (2, 19), out
     assert "nvmeof_initiator: " in out and "nvmeof_initiator_transport" in out and "carrier-pigeon" in out
 
 
@@ -140,4 +145,5 @@ def test_inputs_leave_required_options_to_the_roles_but_check_their_type(work):
     assert rc == 0, out
     # ... while a value that is set must still have the right type.
     rc, out = run(work, DIRECT % (work / "roles"), "-e", "mine_size=huge")
-    assert rc != 0 and "mine: " in out and "mine_size" in out and "huge" in out, out
+    assert rc != 0 and "mine: " in out and "mine_size" in out, out
+    assert "huge" in out or ansible_version < (2, 19), out   # 2.16's message leaves the value out

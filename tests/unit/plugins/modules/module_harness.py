@@ -4,11 +4,29 @@ module's main() with its arguments and hands back the result it would have print
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import stat
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
+
+try:
+    from ansible.module_utils.testing import patch_module_args
+except ImportError:  # ansible-core before 2.19 (scripts/test oldest runs these tests on 2.16)
+    from ansible.module_utils import basic
+    from ansible.module_utils.common.text.converters import to_bytes
+
+    @contextlib.contextmanager
+    def patch_module_args(args=None):
+        """What ansible.module_utils.testing.patch_module_args does on 2.19: the module
+        arguments AnsibleModule reads, for the duration of the block."""
+        saved = basic._ANSIBLE_ARGS
+        basic._ANSIBLE_ARGS = to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": args or {}}))
+        try:
+            yield
+        finally:
+            basic._ANSIBLE_ARGS = saved
 
 
 class ModuleExit(Exception):

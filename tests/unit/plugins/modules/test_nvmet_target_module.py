@@ -11,10 +11,9 @@ import os
 import sys
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.aiinfra.fabric.plugins.modules import nvmet_target
-from module_harness import run_main  # tests/unit/plugins/modules/module_harness.py
+from module_harness import patch_module_args, run_main  # tests/unit/plugins/modules/module_harness.py
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "module_utils"))
 from nvmet_fake import HOST, SUB, EmulatedTree, make_key, write  # noqa: E402  (the fake lives with the module_utils tests)

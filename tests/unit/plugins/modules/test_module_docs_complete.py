@@ -1,0 +1,125 @@
+# -*- coding: utf-8 -*-
+"""Every module's documentation is complete the way the docs site and Galaxy need it:
+each return value has a sample, each dict (and list of dicts) return value says what it
+contains, each module lists its requirements, and each author has a GitHub handle.
+
+The DOCUMENTATION and RETURN strings are read from the module files with ast (the
+modules are not imported), so a module that fails to import is still checked here."""
+
+from __future__ import annotations
+
+import ast
+import glob
+import os
+import re
+
+import pytest
+import yaml
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+MODULES = sorted(glob.glob(os.path.join(TOP, "plugins", "modules", "*.py")))
+FILTER_DOCS = sorted(glob.glob(os.path.join(TOP, "plugins", "filter", "*.yml")))
+# "Name (@handle)", as ansible-test and antsibull-docs expect an author line.
+AUTHOR = re.compile(r"^\S.* \(@[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})\)$")
+
+
+def module_docs(path):
+    """The module's DOCUMENTATION and RETURN, parsed from their YAML."""
+    with open(path) as f:
+        tree = ast.parse(f.read(), path)
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if name in ("DOCUMENTATION", "RETURN") and isinstance(node.value, ast.Constant):
+                found[name] = yaml.safe_load(node.value.value)
+    return found.get("DOCUMENTATION") or {}, found.get("RETURN") or {}
+
+
+def return_problems(ret, prefix="", top=True):
+    """One line per return value that lacks a sample (top level) or a contains (dicts,
+    lists of dicts, at any depth)."""
+    problems = []
+    for key, spec in sorted((ret or {}).items()):
+        name = prefix + key
+        if not isinstance(spec, dict):
+            problems.append("%s: not a return value specification" % name)
+            continue
+        kind, elements = spec.get("type"), spec.get("elements")
+        if top and "sample" not in spec:
+            problems.append("%s: no sample" % name)
+        if kind == "list" and not elements:
+            problems.append("%s: a list without elements (the type of its items)" % name)
+        if kind == "dict" or (kind == "list" and elements == "dict"):
+            if not spec.get("contains"):
+                problems.append("%s: a %s without contains" % (name, "dict" if kind == "dict" else "list of dicts"))
+        elif spec.get("contains"):
+            problems.append("%s: contains on a %s%s" % (name, kind, "" if kind != "list" else " of %s" % elements))
+        problems += return_problems(spec.get("contains"), name + ".", top=False)
+    return problems
+
+
+def module_ids():
+    return [os.path.basename(p)[:-3] for p in MODULES]
+
+
+def test_there_are_modules():
+    assert len(MODULES) > 10
+
+
+@pytest.mark.parametrize("path", MODULES, ids=module_ids())
+def test_return_values_have_samples_and_contains(path):
+    doc, ret = module_docs(path)
+    assert doc, "no DOCUMENTATION"
+    assert ret, "no RETURN"
+    problems = return_problems(ret)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", MODULES, ids=module_ids())
+def test_requirements_listed(path):
+    doc = module_docs(path)[0]
+    reqs = doc.get("requirements")
+    assert isinstance(reqs, list) and reqs and all(isinstance(r, str) and r.strip() for r in reqs), \
+        "requirements: %r" % (reqs,)
+
+
+@pytest.mark.parametrize("path", MODULES, ids=module_ids())
+def test_authors_have_github_handles(path):
+    doc = module_docs(path)[0]
+    authors = doc.get("author")
+    authors = [authors] if isinstance(authors, str) else authors
+    assert authors, "no author"
+    bad = [a for a in authors if not AUTHOR.match(str(a))]
+    assert not bad, "authors without a 'Name (@handle)' form: %s" % bad
+
+
+@pytest.mark.parametrize("path", FILTER_DOCS, ids=[os.path.basename(p)[:-4] for p in FILTER_DOCS])
+def test_filter_authors_have_github_handles(path):
+    with open(path) as f:
+        doc = yaml.safe_load(f)["DOCUMENTATION"]
+    authors = doc.get("author")
+    authors = [authors] if isinstance(authors, str) else authors
+    assert authors and all(AUTHOR.match(str(a)) for a in authors), authors
+
+
+def test_the_checks_catch_what_they_look_for():
+    """The return-value rules on a made-up RETURN: each gap is named."""
+    ret = {
+        "ok": {"type": "dict", "returned": "always", "sample": {"a": 1},
+               "contains": {"a": {"type": "int", "description": "x"}}},
+        "no_sample": {"type": "str", "returned": "always"},
+        "bare_dict": {"type": "dict", "returned": "always", "sample": {}},
+        "rows": {"type": "list", "elements": "dict", "returned": "always", "sample": [],
+                 "contains": {"inner": {"type": "dict", "description": "x"}}},
+        "untyped_list": {"type": "list", "returned": "always", "sample": []},
+    }
+    assert return_problems(ret) == [
+        "bare_dict: a dict without contains",
+        "no_sample: no sample",
+        "rows.inner: a dict without contains",
+        "untyped_list: a list without elements (the type of its items)",
+    ]
+    assert AUTHOR.match("aiinfra.fabric developers (@aiinfra)")
+    assert not AUTHOR.match("aiinfra.fabric contributors (!UNKNOWN)")
+    assert not AUTHOR.match("Jane Doe")
