@@ -30,6 +30,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.keyring import 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.psk import PskError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.store import DEFAULT_STORE, parse_store
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.errors import TlsError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.tls import tlshd
 
 
 class KeyringError(TlsError, CommandError):
@@ -145,10 +146,34 @@ def load_store(path, loader):
     return count, errors
 
 
+USAGE = ("usage: nvme-tls-keys load [STORE]   (default %s)\n"
+         "       nvme-tls-keys wait-tlshd PID [SECONDS]   (default %d: tlshd's ExecStartPost)\n")
+WAIT_TLSHD_SECONDS = 30
+
+
+def wait_tlshd(args, wait=tlshd.wait):
+    """``wait-tlshd PID [SECONDS]``: 0 once tlshd listens, 1 (with the reason) when it does not
+    in time; the unit runs it with '-' so that tlshd keeps running either way."""
+    try:
+        pid = int(args[0])
+        seconds = float(args[1]) if len(args) > 1 else WAIT_TLSHD_SECONDS
+    except ValueError:
+        sys.stderr.write(USAGE % (DEFAULT_STORE, WAIT_TLSHD_SECONDS))
+        return 2
+    ready, waited, why = wait(pid, seconds)
+    if not ready:
+        sys.stderr.write("nvme-tls-keys: %s\n" % why)
+        return 1
+    sys.stdout.write("tlshd (pid %d) is listening for handshakes (waited %.2f s)\n" % (pid, waited))
+    return 0
+
+
 def main(argv=None):
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["wait-tlshd"] and 2 <= len(args) <= 3:
+        return wait_tlshd(args[1:])
     if not args or args[0] != "load" or len(args) > 2:
-        sys.stderr.write("usage: nvme-tls-keys load [STORE]   (default %s)\n" % DEFAULT_STORE)
+        sys.stderr.write(USAGE % (DEFAULT_STORE, WAIT_TLSHD_SECONDS))
         return 2
     path = args[1] if len(args) > 1 else DEFAULT_STORE
     try:
