@@ -84,9 +84,10 @@ def test_wait_gives_up_after_the_timeout_and_says_what_fails(tmp_path):
 
 def test_wait_for_a_tlshd_that_exited_stops_at_once(tmp_path):
     proc = fake_proc(tmp_path, rows=[])
-    ready, _, why = tlshd.wait(4242, 30, proc, sleep=lambda s: pytest.fail("slept"), clock=lambda: 0.0)
+    ready, waited, why = tlshd.wait(4242, 30, proc, sleep=lambda s: pytest.fail("slept"), clock=lambda: 0.0)
     assert ready is False
     assert "tlshd (pid 4242) is gone" in why
+    assert waited == 0.0
 
 
 def test_the_command_line_says_ready_and_fails_only_on_a_timeout(capsys):
