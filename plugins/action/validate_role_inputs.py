@@ -16,6 +16,7 @@ import os
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+from ansible_collections.aiinfra.fabric.plugins.plugin_utils.collection_files import ROLES
 from ansible_collections.aiinfra.fabric.plugins.plugin_utils.controller_action import ControllerAction
 
 try:
@@ -25,7 +26,8 @@ except ImportError:  # pragma: no cover - PyYAML comes with ansible-core
 
 ARGUMENT_SPEC = dict(
     roles=dict(type="list", elements="str", required=True),
-    roles_dir=dict(type="path", required=True),
+    # Omitted: the collection's own roles (plugin_utils/collection_files.py knows where).
+    roles_dir=dict(type="path"),
 )
 
 
@@ -58,7 +60,7 @@ class ActionModule(ControllerAction):
         errors, checked = [], []
         for role in args["roles"]:
             try:
-                spec = role_options(args["roles_dir"], role)
+                spec = role_options(args["roles_dir"] or ROLES, role)
             except ValueError as exc:
                 errors.append(str(exc))
                 continue

@@ -93,7 +93,7 @@ options:
   expectations:
     description:
       - The expected-busbw catalog (C(models) and C(expectations), the schema of the C(aiinfra.fabric.nccl_tests)
-        role's C(files/expected_busbw.yml), as M(aiinfra.fabric.nccl_test) takes it).
+        role's catalog, the collection's C(files/expected_busbw.yml), as M(aiinfra.fabric.nccl_test) takes it).
       - For an nccl-tests test (C(parse=nccl), metric C(busbw)) without C(expect), the GPU model the jobs printed
         selects the catalog's multi-node figure for that model, the GPUs per node and O(network), at the largest
         published size not above the size measured; it is then the test's expectation (RV(expectations_used)).

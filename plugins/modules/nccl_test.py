@@ -182,8 +182,8 @@ options:
   expectations:
     description:
       - The expected-busbw catalog (C(models) and C(expectations), the schema of the C(aiinfra.fabric.nccl_tests)
-        role's C(files/expected_busbw.yml)). The GPU model is the first C(models) entry whose C(match) text is in
-        the GPU name; the expectation is the first for that model, scope, test and GPUs per node (and
+        role's catalog, the collection's C(files/expected_busbw.yml)). The GPU model is the first C(models)
+        entry whose C(match) text is in the GPU name; the expectation is the first for that model, scope, test and GPUs per node (and
         O(network) across nodes).
       - The out-of-place busbw at the largest size is compared with it; RV(expectation) explains the verdict in one
         sentence with the figure's source. More than C(tolerance_pct) below fails the task unless

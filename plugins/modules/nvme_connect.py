@@ -38,9 +38,6 @@ requirements:
 options:
   transport:
     description: NVMe-oF transport.
-    type: str
-    required: true
-    choices: [tcp, rdma, fc, loop]
   traddr:
     description:
       - Target address. An IPv4 or IPv6 address for C(tcp) and C(rdma),
@@ -234,6 +231,7 @@ options:
     default: 30
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
+  - aiinfra.fabric.nvme_transport
 attributes:
   check_mode:
     description: Reads sysfs and reports what it would connect, disconnect or write (RV(operations)); changes nothing.

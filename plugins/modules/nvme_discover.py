@@ -31,9 +31,6 @@ requirements:
 options:
   transport:
     description: NVMe-oF transport of the discovery controller.
-    type: str
-    required: true
-    choices: [tcp, rdma, fc, loop]
   traddr:
     description: Address of the discovery controller (an IP address for tcp and rdma).
     type: str
@@ -70,6 +67,7 @@ options:
     type: str
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
+  - aiinfra.fabric.nvme_transport
 attributes:
   check_mode:
     description: Only reads; runs the discovery in check mode too.
@@ -167,6 +165,7 @@ import ipaddress
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils import transports
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.cli import NvmeCli, NvmeCliError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection import (
     ValidationError, address_spec, validate_nqn, validate_port, validate_secret,
@@ -180,7 +179,8 @@ def validated(params):
     names = ("transport", "traddr", "trsvcid", "host_traddr", "host_iface", "hostnqn", "hostid", "dhchap_secret")
     values = dict((k, params.get(k)) for k in names)
     transport = values["transport"]
-    if transport in ("tcp", "rdma"):
+    row = transports.get(transport)
+    if row.address == "ip":
         if not values["traddr"]:
             raise ValidationError("traddr is required for transport=%s" % transport)
         try:
@@ -188,15 +188,16 @@ def validated(params):
         except ValueError:
             raise ValidationError("traddr=%r is not an IPv4 or IPv6 address" % values["traddr"])
         values["trsvcid"] = validate_port(values["trsvcid"], "trsvcid")
-    elif transport == "loop":
+    elif row.address is None:
         values["traddr"] = None
         values["trsvcid"] = None
     else:
         values["trsvcid"] = None
         if not values["traddr"]:
-            raise ValidationError("traddr is required for transport=fc")
-    if values["host_iface"] and transport != "tcp":
-        raise ValidationError("host_iface=%r is only supported with transport=tcp" % values["host_iface"])
+            raise ValidationError("traddr is required for transport=%s" % transport)
+    if values["host_iface"] and not row.host_iface:
+        raise ValidationError("host_iface=%r is only supported with transport=%s"
+                              % (values["host_iface"], transports.spelled(transports.names(host_iface=True))))
     if values["hostnqn"]:
         validate_nqn(values["hostnqn"], "hostnqn")
     validate_secret(values["dhchap_secret"], "dhchap_secret")
@@ -217,7 +218,8 @@ def main():
         module.fail_json(msg=str(exc))
     if not FabricsSysfs().fabrics_device_present():
         module.fail_json(msg="/dev/nvme-fabrics does not exist: the nvme-fabrics kernel module is not loaded "
-                             "(modprobe nvme-fabrics, and nvme-%s)" % values["transport"])
+                             "(modprobe nvme-fabrics, and %s)"
+                             % transports.module_word(transports.get(values["transport"]).host_module))
     cli = NvmeCli(module)
     try:
         if values["dhchap_secret"]:

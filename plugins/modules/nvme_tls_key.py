@@ -161,6 +161,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.aiinfra.fabric.plugins.module_utils.atomic_write import (
     SECRET_MODE, file_mode, mode_text, write_atomically,
 )
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.runner import CommandRunner
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.converge import apply_keys
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.load import KeyLoader, KeyringError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.psk import PskError
@@ -207,13 +208,11 @@ def main():
     except PskError as exc:
         module.fail_json(msg=str(exc))
 
-    def run(argv):
-        return module.run_command(argv, environ_update={"LC_ALL": "C", "LANG": "C"})
-
     # Nothing wanted and nothing recorded: no keyring to look at (and no keyctl needed).
     involved = bool(desired or store["keys"] or store["revoked"])
     nvme = module.get_bin_path("nvme", required=p["state"] == "present")
-    loader = KeyLoader(run, nvme=nvme or "nvme", keyctl=module.get_bin_path("keyctl", required=involved) or "keyctl")
+    loader = KeyLoader(CommandRunner(module.run_command, error=KeyringError), nvme=nvme or "nvme",
+                       keyctl=module.get_bin_path("keyctl", required=involved) or "keyctl")
     try:
         # What the keyring links now, not what the store says: a run after a failed insert or
         # unlink finds it still to do.

@@ -19,8 +19,8 @@ description:
     exactly what it could not).
   - Unlinking subsystems, reconfiguring or removing a port with live connections also needs O(force=true).
   - With O(state=absent) the subsystems are unlinked, referrals and extra ANA groups removed, then the port.
-  - All input is validated before anything is touched, including that the transport's kernel module
-    (nvmet_tcp, nvmet_rdma, nvme_loop, nvmet_fc) is loaded and that listed subsystems exist.
+  - All input is validated before anything is touched, including that the transport's kernel module (for
+    example C(nvmet_tcp) for tcp, C(nvme_loop) for loop) is loaded and that listed subsystems exist.
 author:
   - aiinfra.fabric developers (@aiinfra)
 requirements:
@@ -42,7 +42,7 @@ options:
   trtype:
     description: Transport. Required when O(state=present).
     type: str
-    choices: [tcp, rdma, loop, fc]
+    choices: [tcp, rdma, fc, loop]
   traddr:
     description: Address to listen on (an IP address for tcp/rdma). Required except for loop.
     type: str
@@ -110,7 +110,7 @@ options:
         description: Transport of the referred discovery service.
         type: str
         required: true
-        choices: [tcp, rdma, loop, fc]
+        choices: [tcp, rdma, fc, loop]
       traddr:
         description: Its address. Required except for loop.
         type: str
@@ -326,6 +326,7 @@ operations:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils import transports
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import NvmetError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.model import ConfigfsTree, export_port
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.planner import plan_port
@@ -338,10 +339,10 @@ def main():
         argument_spec=dict(
             port_id=dict(type="int", required=True),
             state=dict(type="str", default="present", choices=["present", "absent"]),
-            trtype=dict(type="str", choices=["tcp", "rdma", "loop", "fc"]),
+            trtype=dict(type="str", choices=list(transports.NAMES)),
             traddr=dict(type="str"),
             trsvcid=dict(type="str"),
-            adrfam=dict(type="str", choices=["ipv4", "ipv6", "ib", "fc"]),
+            adrfam=dict(type="str", choices=list(transports.ADRFAMS)),
             treq=dict(type="str", choices=["not specified", "required", "not required"]),
             tsas=dict(type="str"),
             inline_data_size=dict(type="int"),
@@ -354,10 +355,10 @@ def main():
             purge_ana_groups=dict(type="bool", default=False),
             referrals=dict(type="list", elements="dict", options=dict(
                 name=dict(type="str", required=True),
-                trtype=dict(type="str", required=True, choices=["tcp", "rdma", "loop", "fc"]),
+                trtype=dict(type="str", required=True, choices=list(transports.NAMES)),
                 traddr=dict(type="str"),
                 trsvcid=dict(type="str"),
-                adrfam=dict(type="str", choices=["ipv4", "ipv6", "ib", "fc"]),
+                adrfam=dict(type="str", choices=list(transports.ADRFAMS)),
                 treq=dict(type="str", choices=["not specified", "required", "not required"]),
                 portid=dict(type="int"),
                 enabled=dict(type="bool", default=True),

@@ -161,8 +161,8 @@ options:
         default: []
   load_modules:
     description:
-      - Load C(nvmet) and the transport module of each port of the document (C(nvmet_tcp), C(nvmet_rdma),
-        C(nvme_loop), C(nvmet_fc)) with C(modprobe) when C(/sys/module) does not list them, before configfs is read.
+      - Load C(nvmet) and the transport module of each port of the document (for example C(nvmet_tcp) for tcp,
+        C(nvme_loop) for loop) with C(modprobe) when C(/sys/module) does not list them, before configfs is read.
         Not in check mode. Loading them at boot is left to the caller.
     type: bool
     default: false

@@ -35,9 +35,10 @@ options:
     elements: str
     required: true
   roles_dir:
-    description: The folder holding the roles, for example the collection's C(roles) folder.
+    description:
+      - The folder holding the roles. Omitted, this collection's own C(roles) folder, wherever the collection is
+        installed (so a role of the collection names no folder).
     type: path
-    required: true
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
@@ -52,7 +53,11 @@ EXAMPLES = r"""
 - name: Check the variables of the NVMe-oF roles before anything runs
   aiinfra.fabric.validate_role_inputs:
     roles: [nvmeof_target, nvmeof_initiator]
-    roles_dir: "{{ role_path | dirname }}"
+
+- name: Check the variables of roles kept elsewhere
+  aiinfra.fabric.validate_role_inputs:
+    roles: [site_storage]
+    roles_dir: /srv/ansible/roles
 """
 
 RETURN = r"""

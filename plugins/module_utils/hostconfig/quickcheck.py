@@ -5,7 +5,7 @@
 
 A module task starts Python on the host (about 2 s on the lab's emulated guests); a
 plain shell command over the open connection costs a tenth of that. A role that runs
-host_config on every converge can ask the host first with roles/fabric_preflight/
+host_config on every converge can ask the host first with the collection's
 files/host_state.sh (arguments from :func:`probe_args`) and skip the module when
 :func:`pending` finds nothing to do. It errs on the side of running the module: any
 entry it cannot judge from the probe (a secret file, whose hash it does not ask for;

@@ -4,7 +4,7 @@
 
 """What good looks like: expected bus bandwidth per GPU model and scope (pure).
 
-The catalog is a document (the role's ``files/expected_busbw.yml``, or the module's
+The catalog is a document (the collection's ``files/expected_busbw.yml``, or the module's
 ``expectations`` option) with ``models`` (how a GPU name maps to a model, first match
 wins) and ``expectations`` (a busbw figure per model, scope, GPUs per node and test,
 with its source and tolerance).

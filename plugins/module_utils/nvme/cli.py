@@ -1,13 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: aiinfra.fabric contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The one nvme-cli runner of the collection: argv building, output parsing, errors.
+"""nvme-cli for the modules: argv building, output parsing, errors, on the collection's one
+command runner (nvme/runner.py, which the TLS key loader uses too).
 
 Every command is an argv list run with LC_ALL=C. No secret is ever on it: nvme-cli takes
 DH-HMAC-CHAP secrets and TLS keys only as command-line options, which any local user reads in
 /proc/PID/cmdline, so connects and discoveries that carry one go through the kernel's
-/dev/nvme-fabrics instead (fabrics_dev.py), and the runner refuses values that hold one.
-Masking secret options in what is shown (redact_argv) stays as a second line of defence.
+/dev/nvme-fabrics instead (fabrics_dev.py), and :func:`refuse_secrets` stops values that hold
+one. The runner's one redaction (runner.redact_argv) stays as a second line of defence.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ import re
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.capabilities import (
     ConnectCapabilities, parse_long_options, saved_connections_format,
 )
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.runner import CommandError, CommandRunner
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.load import KeyLoader
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.errors import NvmeError
 
-NVME_ENV = {"LC_ALL": "C", "LANG": "C"}
 
 # nvme connect long options, by the module parameter that feeds them.
 CONNECT_OPTIONS = (
@@ -55,27 +56,19 @@ DISCOVER_OPTIONS = (
 # The values that never go to nvme-cli (fabrics_dev.SECRET_PARAMS, spelt here too: that
 # file imports this one).
 SECRET_VALUES = ("dhchap_secret", "dhchap_ctrl_secret", "tls_key")
-# Option values never returned or logged: the DH-HMAC-CHAP secrets, and the TLS key
-# (a key serial, or in newer nvme-cli a PSK in interchange format).
-SECRET_OPTIONS = ("--dhchap-secret", "--dhchap-ctrl-secret", "--tls_key", "--tls-key")
 
 
-class NvmeCliError(NvmeError):
-    """A failed nvme-cli command, classified; ``kind`` is a short word for the cause."""
+class NvmeCliError(NvmeError, CommandError):
+    """A failed nvme-cli command (or connect through /dev/nvme-fabrics), classified; ``kind``
+    is a short word for the cause, ``kernel`` what the kernel logged meanwhile."""
 
     def __init__(self, msg, kind="command", rc=None, stdout="", stderr="", cmd=None, kernel=None):
-        super(NvmeCliError, self).__init__(msg)
-        self.msg = msg
+        CommandError.__init__(self, msg, rc=rc, stdout=stdout, stderr=stderr, cmd=cmd)
         self.kind = kind
-        self.rc = rc
-        self.stdout = stdout
-        self.stderr = stderr
-        self.cmd = cmd
         self.kernel = kernel or []
 
     def details(self):
-        return {"rc": self.rc, "stdout": self.stdout, "stderr": self.stderr,
-                "cmd": self.cmd, "error_kind": self.kind, "kernel_messages": self.kernel}
+        return dict(CommandError.details(self), error_kind=self.kind, kernel_messages=self.kernel)
 
 
 def _options(spec, values):
@@ -119,15 +112,6 @@ def build_discover_argv(nvme, values, device=None):
     controller (nvme-cli 2.3 and 2.13 then leave the controller in place)."""
     return ([nvme, "discover"] + (["--device=%s" % device] if device else []) + _options(DISCOVER_OPTIONS, values)
             + ["--output-format=json"])
-
-
-def redact_argv(argv, secrets=SECRET_OPTIONS):
-    """A copy of argv safe to return or log: secret option values masked."""
-    result = []
-    for arg in argv:
-        flag = arg.split("=", 1)[0]
-        result.append(flag + "=********" if flag in secrets and "=" in arg else arg)
-    return result
 
 
 def parse_version(text):
@@ -318,10 +302,12 @@ class KernelLog(object):
 
 
 class NvmeCli(object):
-    """Runs nvme-cli through AnsibleModule.run_command; one instance per module run."""
+    """Runs nvme-cli through AnsibleModule.run_command (runner.CommandRunner); one instance
+    per module run."""
 
     def __init__(self, module, kmsg_path="/dev/kmsg"):
         self.module = module
+        self.runner = CommandRunner(module.run_command, error=NvmeCliError)
         self.nvme = module.get_bin_path("nvme", required=True)
         self.kmsg_path = kmsg_path
         self._version = None
@@ -331,29 +317,26 @@ class NvmeCli(object):
         self._key_loader = None
 
     def run(self, argv, check=True, data=None):
-        rc, out, err = self.module.run_command(argv, environ_update=NVME_ENV, data=data)
-        if check and rc != 0:
-            raise NvmeCliError("%s failed (rc=%s): %s" % (" ".join(redact_argv(argv)[:2]), rc, (err or out).strip()),
-                               rc=rc, stdout=out, stderr=err, cmd=redact_argv(argv))
-        return rc, out, err
+        """The runner's :class:`runner.CommandResult`; NvmeCliError when ``check`` and it failed."""
+        return self.runner.run(argv, check=check, data=data)
 
     def version(self):
         if self._version is None:
-            rc, out, err = self.run([self.nvme, "version"], check=False)
-            self._version = parse_version(out) if rc == 0 else None
+            result = self.run([self.nvme, "version"], check=False)
+            self._version = parse_version(result.stdout) if result.rc == 0 else None
         return self._version
 
     def connect_capabilities(self, fabrics_dev="/dev/nvme-fabrics"):
         """What ``nvme connect`` and the kernel offer (TLS, key options, concat), read from
         ``nvme connect --help`` and /dev/nvme-fabrics, once per module run."""
         if self._caps is None:
-            rc, out, err = self.run([self.nvme, "connect", "--help"], check=False)
+            result = self.run([self.nvme, "connect", "--help"], check=False)
             try:
                 with open(fabrics_dev) as handle:
                     fabrics = handle.read()
             except (IOError, OSError):
                 fabrics = None
-            self._caps = ConnectCapabilities.from_outputs((out or "") + "\n" + (err or ""), fabrics)
+            self._caps = ConnectCapabilities.from_outputs(result.output, fabrics)
         return self._caps
 
     def help_options(self, command):
@@ -361,53 +344,50 @@ class NvmeCli(object):
         once per command and module run (each nvme start is 0.1-0.4 s on a slow host, and a
         module that converges many connections asks for every one)."""
         if command not in self._help:
-            rc, out, err = self.run([self.nvme, command, "--help"], check=False)
-            self._help[command] = parse_long_options((out or "") + "\n" + (err or ""))
+            self._help[command] = parse_long_options(self.run([self.nvme, command, "--help"], check=False).output)
         return self._help[command]
 
     def saved_connections_format(self):
         """"ini" when this nvme-cli reads /etc/nvme/nvme-fabrics.conf(.d), "json" for
         config.json; asked once per module run."""
         if self._saved_format is None:
-            rc, out, err = self.run([self.nvme, "config-convert", "--help"], check=False)
-            self._saved_format = saved_connections_format(rc, (out or "") + "\n" + (err or ""))
+            result = self.run([self.nvme, "config-convert", "--help"], check=False)
+            self._saved_format = saved_connections_format(result.rc, result.output)
         return self._saved_format
 
     def key_loader(self):
         """The TLS key loader (tls/load.py) on this runner, made once: it resolves a keyring name
         to its serial and puts a PSK given as tls_key into the keyring, never on a command line."""
         if self._key_loader is None:
-            module = self.module
-            self._key_loader = KeyLoader(lambda argv: module.run_command(argv, environ_update=NVME_ENV),
-                                         nvme=self.nvme, keyctl=module.get_bin_path("keyctl") or "keyctl")
+            self._key_loader = KeyLoader(self.runner, nvme=self.nvme,
+                                         keyctl=self.module.get_bin_path("keyctl") or "keyctl")
         return self._key_loader
 
     def gen_hostnqn(self):
-        return self.run([self.nvme, "gen-hostnqn"])[1].strip()
+        return self.run([self.nvme, "gen-hostnqn"]).stdout.strip()
 
     def _run_classified(self, argv, action):
         log = KernelLog(self.kmsg_path)
         log.mark()
-        rc, out, err = self.run(argv, check=False)
-        if rc == 0:
+        result = self.run(argv, check=False)
+        if result.rc == 0:
             log.close()
-            return out
+            return result.stdout
         kernel = log.read_new()
-        kind = classify_failure(err or out, kernel)
-        message = (err or out).strip() or "no message"
+        kind = classify_failure(result.stderr or result.stdout, kernel)
+        message = result.said() or "no message"
         raise NvmeCliError("nvme %s failed: %s (nvme-cli said: %s)" % (action, failure_hint(kind), message),
-                           kind=kind, rc=rc, stdout=out, stderr=err, cmd=redact_argv(argv), kernel=kernel)
+                           kind=kind, kernel=kernel, **result.details())
 
     def connect(self, values):
         refuse_secrets(values, "connect")
         return self._run_classified(build_connect_argv(self.nvme, values), "connect")
 
     def disconnect(self, name):
-        rc, out, err = self.run(build_disconnect_argv(self.nvme, name), check=False)
-        if rc != 0:
-            raise NvmeCliError("nvme disconnect --device=%s failed: %s" % (name, (err or out).strip()),
-                               rc=rc, stdout=out, stderr=err, cmd=build_disconnect_argv(self.nvme, name))
-        return out
+        result = self.run(build_disconnect_argv(self.nvme, name), check=False)
+        if result.rc != 0:
+            raise self.runner.failure(result, "nvme disconnect --device=%s failed: %s" % (name, result.said()))
+        return result.stdout
 
     def discover(self, values):
         refuse_secrets(values, "discover")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils import transports
 from ansible_collections.aiinfra.fabric.plugins.module_utils.atomic_write import (
     SECRET_MODE, file_mode, mode_text, write_atomically,
 )
@@ -195,8 +196,9 @@ def prepare_connection(params, desired, cli, sysfs, check_mode):
                              "nothing was changed" % CONFIG_JSON)
     if state == "connected" and not sysfs.fabrics_device_present():
         raise ConnectFailure("/dev/nvme-fabrics does not exist: the nvme-fabrics kernel module is not loaded "
-                             "(modprobe nvme-fabrics, and nvme-%s for transport=%s)"
-                             % (desired["transport"], desired["transport"]))
+                             "(modprobe nvme-fabrics, and %s for transport=%s)"
+                             % (transports.module_word(transports.get(desired["transport"]).host_module),
+                                desired["transport"]))
 
     try:
         hostnqn, hostid, identity_writes = host_identity(params, state, check_mode, cli.gen_hostnqn)
@@ -342,8 +344,9 @@ def start_connection(module, params, plan, cli, sysfs):
         msg = exc.msg
         if exc.kind == "command" and not sysfs.transport_module_loaded(desired["transport"]):
             details["error_kind"] = "transport_module"
-            msg = ("nvme connect failed and the nvme-%s kernel module is not loaded (no /sys/module/nvme_%s): "
-                   "install/load it. nvme-cli said: %s" % (desired["transport"], desired["transport"],
+            module = transports.get(desired["transport"]).host_module
+            msg = ("nvme connect failed and the %s kernel module is not loaded (no /sys/module/%s): "
+                   "install/load it. nvme-cli said: %s" % (transports.module_word(module), module,
                                                            (exc.stderr or exc.stdout).strip()))
         raise ConnectFailure(msg, **details)
 

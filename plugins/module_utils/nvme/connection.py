@@ -14,11 +14,12 @@ import ipaddress
 import re
 import uuid
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils import transports
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.sysfs import DISCOVERY_NQN
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.psk import PskError, parse_psk
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.errors import NvmeError
 
-TRANSPORTS = ("tcp", "rdma", "fc", "loop")
+TRANSPORTS = transports.NAMES
 # NVMe base spec 4.5: "nqn.yyyy-mm.<reverse domain>[:<string>]", at most 223 bytes;
 # or the UUID form.
 _NQN = re.compile(r"^nqn\.\d{4}-(0[1-9]|1[0-2])\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?"
@@ -42,7 +43,7 @@ def address_spec():
     return dict(
         transport=dict(type="str", required=True, choices=list(TRANSPORTS)),
         traddr=dict(type="str"),
-        trsvcid=dict(type="str", default="4420"),
+        trsvcid=dict(type="str", default=transports.DEFAULT_SERVICE_ID),
         host_traddr=dict(type="str"),
         host_iface=dict(type="str"),
         hostnqn=dict(type="str"),
@@ -97,12 +98,13 @@ def normalize_traddr(transport, value):
     """Canonical text for comparing transport addresses (IPv6 compressions, FC case)."""
     if value is None:
         return None
-    if transport in ("tcp", "rdma"):
+    address = getattr(transports.get(transport), "address", None)
+    if address == "ip":
         try:
             return str(ipaddress.ip_address(value))
         except ValueError:
             return value
-    if transport == "fc":
+    if address == "fc":
         return value.lower()
     return value
 
@@ -116,41 +118,43 @@ def desired_from_params(params):
     transport = params["transport"]
     if transport not in TRANSPORTS:
         raise ValidationError("transport=%r is not one of %s" % (transport, ", ".join(TRANSPORTS)))
+    row = transports.get(transport)
     desired = {"transport": transport, "nqn": validate_nqn(params.get("nqn"), "nqn")}
     if desired["nqn"] == DISCOVERY_NQN:
         raise ValidationError("nqn=%s is the discovery subsystem; use aiinfra.fabric.nvme_discover" % DISCOVERY_NQN)
     traddr = params.get("traddr")
     trsvcid = params.get("trsvcid")
-    if transport in ("tcp", "rdma"):
+    if row.address == "ip":
         if not traddr:
             raise ValidationError("traddr is required for transport=%s" % transport)
         desired["traddr"] = str(_ip(traddr, "traddr"))
-        desired["trsvcid"] = validate_port(trsvcid if trsvcid not in (None, "") else "4420", "trsvcid")
-    elif transport == "fc":
+        desired["trsvcid"] = validate_port(trsvcid if trsvcid not in (None, "") else row.service_id, "trsvcid")
+    elif row.address == "fc":
         if not traddr or not _FC_ADDR.match(traddr):
             raise ValidationError("traddr=%r is not an FC address (nn-0x<16 hex>:pn-0x<16 hex>)" % (traddr,))
         desired["traddr"] = traddr.lower()
         desired["trsvcid"] = None
     else:
         if traddr:
-            raise ValidationError("traddr=%r makes no sense with transport=loop" % (traddr,))
+            raise ValidationError("traddr=%r makes no sense with transport=%s" % (traddr, transport))
         desired["traddr"] = None
         desired["trsvcid"] = None
     host_traddr = params.get("host_traddr")
     if host_traddr:
-        if transport in ("tcp", "rdma"):
+        if row.address == "ip":
             host_traddr = str(_ip(host_traddr, "host_traddr"))
-        elif transport == "fc":
+        elif row.address == "fc":
             if not _FC_ADDR.match(host_traddr):
                 raise ValidationError("host_traddr=%r is not an FC address (nn-0x<16 hex>:pn-0x<16 hex>)" % (host_traddr,))
             host_traddr = host_traddr.lower()
         else:
-            raise ValidationError("host_traddr makes no sense with transport=loop")
+            raise ValidationError("host_traddr makes no sense with transport=%s" % transport)
     desired["host_traddr"] = host_traddr or None
     host_iface = params.get("host_iface")
     if host_iface:
-        if transport != "tcp":
-            raise ValidationError("host_iface=%r is only supported with transport=tcp" % (host_iface,))
+        if not row.host_iface:
+            raise ValidationError("host_iface=%r is only supported with transport=%s"
+                                  % (host_iface, transports.spelled(transports.names(host_iface=True))))
         if not _IFNAME.match(host_iface):
             raise ValidationError("host_iface=%r is not a network interface name" % (host_iface,))
     desired["host_iface"] = host_iface or None
@@ -193,8 +197,9 @@ def desired_from_params(params):
             parse_psk(desired["tls_key"], "tls_key")
         except PskError as exc:
             raise ValidationError("%s; or a key serial (decimal or 0x-hex)" % exc)
-    if desired["tls"] and transport != "tcp":
-        raise ValidationError("tls=true needs transport=tcp (NVMe/TCP TLS); got transport=%s" % transport)
+    if desired["tls"] and not row.tls:
+        raise ValidationError("tls=true needs transport=%s (NVMe/TCP TLS); got transport=%s"
+                              % (transports.spelled(transports.names(tls=True)), transport))
     desired["concat"] = bool(params.get("concat"))
     if desired["concat"] and not (desired["tls"] and desired["dhchap_secret"]):
         raise ValidationError("concat=true (secure concatenation: TLS keyed by DH-HMAC-CHAP) needs tls=true "

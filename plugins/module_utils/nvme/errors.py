@@ -7,6 +7,8 @@ from :class:`NvmeError` (cli.NvmeCliError, connection.ValidationError,
 connect_run.ConnectFailure, multipath.MultipathError, multipath_run.MultipathFailure,
 signatures.SignatureError, rdma_link.RdmaLinkError, fio.FioError), so a caller catches the whole package
 with one ``except NvmeError``. Each keeps its own message, and those that were ValueErrors still are.
+A failed command is also a runner.CommandError (NvmeCliError, as tls.load.KeyringError is), with the
+same ``rc``/``stdout``/``stderr``/``cmd`` whichever package ran it.
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 import re
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils import transports
+
 # Controller attributes copied into results. The DH-HMAC-CHAP secrets and the TLS
 # key are read separately (``read_secrets``) and never land in a result. The identity
 # (which connection a controller is) is read first; the rest only for the controllers a
@@ -316,7 +318,7 @@ class FabricsSysfs(object):
 
     def transport_module_loaded(self, transport):
         """Whether the host transport driver is present (built in or loaded)."""
-        module = {"tcp": "nvme_tcp", "rdma": "nvme_rdma", "fc": "nvme_fc", "loop": "nvme_loop"}[transport]
+        module = transports.BY_NAME[transport].host_module
         return os.path.isdir(os.path.join(self.sys_root, "module", module))
 
     def fabrics_device_present(self, dev_root="/dev"):

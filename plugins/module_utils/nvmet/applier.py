@@ -11,6 +11,7 @@ import copy
 import errno
 import os
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils import transports
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.canonical import effective_inline_data_size
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import IDENTITY_ATTRS, NAMESPACE_FILES, NvmetError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.discovery import REFERRAL_FIELDS
@@ -191,7 +192,9 @@ def simulate(state, ops):
             port = st["ports"][pid]
             if parts[2].startswith("addr_"):
                 port[parts[2][5:]] = op.value
-                if parts[2] == "addr_trtype" and op.value == "tcp" and port.get("tsas") is None:
+                # The kernel gives a TLS-capable port the TLS setting "none" with its trtype.
+                if parts[2] == "addr_trtype" and getattr(transports.get(op.value), "tls", False) \
+                        and port.get("tsas") is None:
                     port["tsas"] = "none"
             elif parts[2] == "param_inline_data_size":
                 port["inline_data_size"] = int(op.value)

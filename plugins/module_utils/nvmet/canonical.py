@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 import re
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils import transports
+
 SERIAL_MAX = 20  # NVMET_SN_MAX_SIZE: stored space-padded to 20 bytes, shown with the padding
 MODEL_MAX = 40  # NVMET_MN_MAX_SIZE
 FIRMWARE_MAX = 8  # NVMET_FR_MAX_SIZE
@@ -153,16 +155,15 @@ def port_param(name, value, strict=True):
 def effective_inline_data_size(value, trtype):
     """inline_data_size as an enabled port shows it (nvmet_enable_port and add_port).
 
-    Below 0 means "the transport chooses": tcp takes 4 pages, rdma one page (and caps
-    larger values at max(16 KiB, a page)), every other transport 0.
+    Below 0 means "the transport chooses" (transports.py: tcp takes 4 pages, rdma one page
+    and caps larger values at max(16 KiB, a page), every other transport 0).
     """
     if value is None:
         return None
     value = int(value)
-    if trtype == "rdma":
-        if value < 0:
-            return PAGE_SIZE
-        return min(value, max(16384, PAGE_SIZE))
+    row = transports.get(trtype)
     if value < 0:
-        return 4 * PAGE_SIZE if trtype == "tcp" else 0
+        return row.inline_data_pages * PAGE_SIZE if row else 0
+    if row and row.inline_data_max is not None:
+        return min(value, max(row.inline_data_max, PAGE_SIZE))
     return value

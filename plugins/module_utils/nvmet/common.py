@@ -4,12 +4,15 @@
 """Constants, the error type and the single-operation value every part of the nvmet package shares.
 
 Standard library only, like the whole package except result.py: the target role ships
-the package to hosts as the boot-time restorer (see restore.py).
+the package to hosts as the boot-time restorer (see restore.py), with the one table of
+transports (module_utils/transports.py) it reads.
 """
 
 from __future__ import annotations
 
 import re
+
+from ansible_collections.aiinfra.fabric.plugins.module_utils import transports
 
 MASK = "********"
 NQN_MAX_BYTES = 223
@@ -17,8 +20,9 @@ NSID_MAX = 0xFFFFFFFE
 ANA_GRPID_MAX = 128
 DISCOVERY_NQN = "nqn.2014-08.org.nvmexpress.discovery"
 
-TRANSPORT_MODULES = {"tcp": "nvmet_tcp", "rdma": "nvmet_rdma", "loop": "nvme_loop", "fc": "nvmet_fc"}
-ADRFAMS = ("ipv4", "ipv6", "ib", "fc")
+# trtype -> the kernel module that serves it (module_utils/transports.py holds the table).
+TRANSPORT_MODULES = dict((t.name, t.target_module) for t in transports.TRANSPORTS)
+ADRFAMS = transports.ADRFAMS
 TREQ_VALUES = ("not specified", "required", "not required")
 # Identity attributes the kernel freezes once a host has identified the subsystem.
 IDENTITY_ATTRS = ("serial", "model", "version", "firmware")

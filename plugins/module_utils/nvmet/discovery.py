@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils import transports
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import (
     ADRFAMS,
     DISCOVERY_NQN,
@@ -44,7 +45,8 @@ def normalize_referrals(referrals, check_int, validate_traddr, derive_adrfam):
             raise NvmetError("%s.name: %r is listed twice" % (p, name))
         if r["trtype"] not in TRANSPORT_MODULES:
             raise NvmetError("%s.trtype: %r is not one of %s" % (p, r["trtype"], ", ".join(sorted(TRANSPORT_MODULES))))
-        if r["trtype"] != "loop":
+        row = transports.get(r["trtype"])
+        if row.address is not None:
             if not r["traddr"]:
                 raise NvmetError("%s.traddr: is required for trtype %s" % (p, r["trtype"]))
             if r["adrfam"] is None:
@@ -53,8 +55,9 @@ def normalize_referrals(referrals, check_int, validate_traddr, derive_adrfam):
                 raise NvmetError("%s.adrfam: %r is not one of %s (it cannot be derived from traddr %r)"
                                  % (p, r["adrfam"], ", ".join(ADRFAMS), r["traddr"]))
             validate_traddr(r["traddr"], r["adrfam"], p + ".traddr")
-        if r["trtype"] in ("tcp", "rdma"):
-            r["trsvcid"] = str(check_int(r["trsvcid"] if r["trsvcid"] is not None else 4420, p + ".trsvcid", 1, 65535))
+        if row.service_id is not None:
+            r["trsvcid"] = str(check_int(r["trsvcid"] if r["trsvcid"] is not None else row.service_id, p + ".trsvcid",
+                                         1, 65535))
         if r["treq"] is not None and r["treq"] not in TREQ_VALUES:
             raise NvmetError("%s.treq: %r is not one of %s" % (p, r["treq"], ", ".join(TREQ_VALUES)))
         if r["portid"] is not None:

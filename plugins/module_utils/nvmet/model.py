@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils import transports
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import canonical
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import HOST_FIELDS, PORT_ADDR_FIELDS, NvmetError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.discovery import REFERRAL_FIELDS
@@ -286,25 +287,27 @@ class ConfigfsTree(object):
                             by_port[port] = by_port.get(port, 0) + 1
             return {"by_subsystem": by_subsys, "by_port": by_port, "exact": True}
         unknown = False
-        # Each transport's peer list is read once, for the first port that needs it.
-        readers = {"tcp": self._tcp_established, "rdma": self._rdma_connected}
+        # Each peer list is read once, for the first port that needs it; which one a port's
+        # transport needs is the table's "peers" (module_utils/transports.py).
+        readers = {"sockets": self._tcp_established, "cm_ids": self._rdma_connected}
         peers = {}
         for pid, port in state["ports"].items():
             if not port["subsystems"]:
                 continue
             n = 0
-            if port["trtype"] in readers:
-                if peers.get(port["trtype"]) is None:
-                    peers[port["trtype"]] = readers[port["trtype"]]()
-                if peers[port["trtype"]] is None:
+            source = getattr(transports.get(port["trtype"]), "peers", None)
+            if source in readers:
+                if peers.get(source) is None:
+                    peers[source] = readers[source]()
+                if peers[source] is None:
                     unknown = True
                     continue
-                n = sum(1 for a in peers[port["trtype"]] if _addr_match(a, port["traddr"], port["trsvcid"]))
-            elif port["trtype"] == "loop":
+                n = sum(1 for a in peers[source] if _addr_match(a, port["traddr"], port["trsvcid"]))
+            elif source == "host_controllers":
                 n = 0
                 for ctrl in _listdir(os.path.join(self.sysfs_root, "class", "nvme")):
                     cbase = os.path.join(self.sysfs_root, "class", "nvme", ctrl)
-                    if _read(os.path.join(cbase, "transport")) == "loop":
+                    if _read(os.path.join(cbase, "transport")) == port["trtype"]:
                         nqn = _read(os.path.join(cbase, "subsysnqn"))
                         if nqn in port["subsystems"]:
                             n += 1

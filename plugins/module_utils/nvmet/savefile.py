@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils import transports
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import backing
 from ansible_collections.aiinfra.fabric.plugins.module_utils.atomic_write import (
     SECRET_MODE, file_mode, fsync_dir, write_atomically,
@@ -108,13 +109,14 @@ def to_savefile(state, mask_keys=True, files=None):
 
 def port_address_spec(addr, param):
     """The address fields of a save-file port entry (its ``addr`` and ``param`` groups) as
-    the per-object port spec takes them: empty values left out, tsas only on tcp, and
+    the per-object port spec takes them: empty values left out, tsas only on a TLS-capable
+    transport (tcp), and
     inline_data_size, which the spec carries beside the address."""
     spec = {}
     for field in PORT_ADDR_FIELDS:
         if addr.get(field) not in (None, ""):
             spec[field] = addr[field]
-    if spec.get("tsas") and spec.get("trtype") != "tcp":
+    if spec.get("tsas") and not getattr(transports.get(spec.get("trtype")), "tls", False):
         spec.pop("tsas")
     if "inline_data_size" in param:
         spec["inline_data_size"] = param["inline_data_size"]

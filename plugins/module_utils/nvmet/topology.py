@@ -26,8 +26,11 @@ from __future__ import annotations
 import posixpath
 import re
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils import transports
+
 BY_ID = "/dev/disk/by-id/"
-TRANSPORTS = ("rdma", "tcp")
+# The role's ports are IP addresses with service ids and firewall rules.
+TRANSPORTS = tuple(sorted(transports.IP_TRANSPORTS))
 ANA_STATES = ("optimized", "non-optimized", "inaccessible", "persistent-loss", "change")
 SUBSYSTEM_KEYS = ("nqn", "namespaces", "allowed_hosts", "allow_any_host", "ports")
 NAMESPACE_KEYS = ("nsid", "device", "serial", "wwn", "file", "size_mb", "uuid", "nguid", "ana_group", "enabled")
@@ -109,7 +112,7 @@ def short_form(v):
         v.get("allowed_hosts") or [])
     sub = {"nqn": v.get("nqn"), "namespaces": [ns], "allowed_hosts": allowed, "allow_any_host": allow_any}
     port = {"id": v.get("port_id", 1), "transport": v.get("transport"), "address": v.get("address"),
-            "service_id": v.get("trsvcid", "4420")}
+            "service_id": v.get("trsvcid", transports.DEFAULT_SERVICE_ID)}
     if v.get("adrfam"):
         port["adrfam"] = v["adrfam"]
     if v.get("tls"):
@@ -170,7 +173,9 @@ def _port(p, where, errors):
     address = str(p.get("address") or "").strip()
     if not address:
         errors.append("%s.address: is required (the address the port listens on)" % where)
-    service = _int(p.get("service_id", "4420"), where + ".service_id", 1, 65535, errors)
+    row = transports.get(transport) if transport in TRANSPORTS else None
+    service = _int(p.get("service_id", row.service_id if row else transports.DEFAULT_SERVICE_ID),
+                   where + ".service_id", 1, 65535, errors)
     adrfam = p.get("adrfam") or ("ipv6" if ":" in address else "ipv4")
     if adrfam not in ("ipv4", "ipv6"):
         errors.append("%s.adrfam: %r is not ipv4 or ipv6" % (where, adrfam))
@@ -190,7 +195,7 @@ def _port(p, where, errors):
     tls = p.get("tls", "none")
     if tls not in TLS_MODES:
         errors.append("%s.tls: %r is not one of %s" % (where, tls, ", ".join(TLS_MODES)))
-    elif tls != "none" and transport != "tcp":
+    elif tls != "none" and not (row and row.tls):
         errors.append("%s.tls: TLS is for NVMe/TCP ports; this port's transport is %s" % (where, transport))
     out.update(transport=transport, address=address, service_id=str(service), adrfam=adrfam, ana_groups=groups,
                tls=tls)
@@ -435,6 +440,10 @@ def add_keys(document, keys):
 
 
 def port_rules(topology):
-    """The firewall rule each port needs, by port id: RoCEv2 is UDP 4791, NVMe/TCP its service id."""
-    return dict((str(p["id"]), {"port": "4791", "proto": "udp"} if p["transport"] == "rdma"
-                 else {"port": p["service_id"], "proto": "tcp"}) for p in topology["ports"])
+    """The firewall rule each port needs, by port id, as its transport's row says (RoCEv2 is
+    UDP 4791, NVMe/TCP its service id)."""
+    rules = {}
+    for p in topology["ports"]:
+        proto, port = transports.get(p["transport"]).firewall
+        rules[str(p["id"])] = {"port": port or p["service_id"], "proto": proto}
+    return rules

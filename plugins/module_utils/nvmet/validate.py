@@ -16,6 +16,7 @@ import re
 import stat
 import zlib
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils import transports
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import canonical
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import (
     ADRFAMS,
@@ -118,9 +119,11 @@ def validate_traddr(traddr, adrfam, param="traddr"):
 
 
 def derive_adrfam(trtype, traddr):
-    if trtype == "loop" or not traddr:
+    """The address family of ``traddr`` on a port of ``trtype`` (None: cannot tell)."""
+    row = transports.get(trtype)
+    if row is None or row.address is None or not traddr:
         return None
-    if trtype == "fc":
+    if row.address == "fc":
         return "fc"
     try:
         return "ipv%d" % ipaddress.ip_address(traddr).version
@@ -270,7 +273,8 @@ def normalize_port(spec, sysfs_root="/sys"):
             % (trtype, TRANSPORT_MODULES[trtype], os.path.join(sysfs_root, "module", TRANSPORT_MODULES[trtype]),
                TRANSPORT_MODULES[trtype])
         )
-    if trtype != "loop":
+    row = transports.get(trtype)
+    if row.address is not None:
         if not s.get("traddr"):
             raise NvmetError("traddr: is required for trtype %s" % trtype)
         if s.get("adrfam") is None:
@@ -281,15 +285,16 @@ def normalize_port(spec, sysfs_root="/sys"):
         if s["adrfam"] not in ADRFAMS:
             raise NvmetError("adrfam: %r is not one of %s" % (s["adrfam"], ", ".join(ADRFAMS)))
         validate_traddr(s["traddr"], s["adrfam"])
-    if trtype in ("tcp", "rdma"):
+    if row.service_id is not None:
         if s.get("trsvcid") is None:
-            s["trsvcid"] = "4420"
+            s["trsvcid"] = row.service_id
         s["trsvcid"] = str(_check_int(s["trsvcid"], "trsvcid", 1, 65535))
     if s.get("treq") is not None and s["treq"] not in TREQ_VALUES:
         raise NvmetError("treq: %r is not one of %s" % (s["treq"], ", ".join(TREQ_VALUES)))
     if s.get("tsas") is not None:
-        if trtype != "tcp":
-            raise NvmetError("tsas: %r is only meaningful for trtype tcp (TLS), not %s" % (s["tsas"], trtype))
+        if not row.tls:
+            raise NvmetError("tsas: %r is only meaningful for trtype %s (TLS), not %s"
+                             % (s["tsas"], transports.spelled(transports.names(tls=True)), trtype))
         if s["tsas"] not in ("none", "tls1.3"):
             raise NvmetError("tsas: %r is not one of none, tls1.3" % s["tsas"])
     if s.get("inline_data_size") is not None:

@@ -5,6 +5,8 @@
 """The error family of the ``tls`` package (TLS PSKs and the kernel keyring): every exception it raises derives
 from :class:`TlsError` (psk.PskError, kernel_keys.KernelKeyError, load.KeyringError), so a caller catches the whole package
 with one ``except TlsError``. Each keeps its own message, and those that were ValueErrors still are.
+KeyringError is also an nvme.runner.CommandError: a failed keyctl or nvme-cli command's ``rc``,
+``stdout``, ``stderr`` and ``cmd`` come with it.
 """
 
 from __future__ import annotations

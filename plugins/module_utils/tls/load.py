@@ -9,14 +9,18 @@ The kernel keyring lives in memory: after a reboot it is empty until this runs.
 
 No key is ever on a command line or in an environment: the TLS PSK nvme-cli would insert is
 computed here (tls/derive.py, with the derivation the installed nvme-cli uses) and added to
-the keyring with add_key(2) (tls/kernel_keys.py). nvme-cli is only asked for its help.
+the keyring with add_key(2) (tls/kernel_keys.py). nvme-cli is only asked for its help, keyctl
+lists and unlinks keys by serial; both run through the collection's one command runner
+(nvme/runner.py): the module's on AnsibleModule.run_command, at boot on subprocess.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
+
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.runner import (
+    CommandError, CommandRunner, subprocess_run_command,
+)
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.derive import tls_psk
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.kernel_keys import KernelKeyError, KernelKeys
@@ -28,20 +32,19 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.store import DE
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.errors import TlsError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls import tlshd
 
-ENV = {"LC_ALL": "C", "LANG": "C"}
 
-
-class KeyringError(TlsError):
-    pass
+class KeyringError(TlsError, CommandError):
+    """The keyring cannot be read or changed as asked; when a command failed, its ``rc``,
+    ``stdout``, ``stderr`` and ``cmd`` (runner.CommandError)."""
 
 
 class KeyLoader(object):
-    """Inserts and unlinks TLS PSKs; ``run(argv) -> (rc, stdout, stderr)`` runs commands
-    (AnsibleModule.run_command in the module, subprocess at boot) - none of them with a key;
-    ``keys`` puts keys into the kernel keyring (tls/kernel_keys.py)."""
+    """Inserts and unlinks TLS PSKs; ``runner`` (a runner.CommandRunner: on
+    AnsibleModule.run_command in the module, on subprocess at boot) runs the commands - none of
+    them with a key; ``keys`` puts keys into the kernel keyring (tls/kernel_keys.py)."""
 
-    def __init__(self, run, nvme="nvme", keyctl="keyctl", proc_keys=None, keys=None):
-        self.run = run
+    def __init__(self, runner, nvme="nvme", keyctl="keyctl", proc_keys=None, keys=None):
+        self.runner = runner
         self.nvme = nvme
         self.keyctl = keyctl
         self.proc_keys = proc_keys or PROC_KEYS
@@ -66,22 +69,19 @@ class KeyLoader(object):
         ring = keyring_id(text, keyring)
         if ring is None:
             return None, {}
-        argv = rlist_argv(self.keyctl, ring)
-        rc, out, err = self.run(argv)
-        if rc != 0:
+        result = self.runner.run(rlist_argv(self.keyctl, ring))
+        if result.rc != 0:
             raise KeyringError("cannot list the keys of keyring %s (%s failed, rc=%s): %s" % (
-                keyring, " ".join(argv), rc, (err or out or "").strip()))
-        return ring, loaded_identities(text, parse_rlist(out))
+                keyring, " ".join(result.cmd), result.rc, result.said()), **result.details())
+        return ring, loaded_identities(text, parse_rlist(result.stdout))
 
     def derivation(self):
         """How the installed nvme-cli derives the TLS PSK it inserts (tls/derive.py), read
         from its help once; KeyringError when it cannot insert keys at all."""
         if self._derivation is None:
-            rc, out, err = self.run([self.nvme, "check-tls-key", "--help"])
-            check_help = (out or "") + (err or "")
-            rc2, out2, err2 = self.run([self.nvme, "keys", "insert-tls-psk", "--help"])
-            keys_help = ((out2 or "") + (err2 or "")) if rc2 == 0 else None
-            self._derivation = insert_derivation(check_help, keys_help)
+            check_help = self.runner.run([self.nvme, "check-tls-key", "--help"]).output
+            keys = self.runner.run([self.nvme, "keys", "insert-tls-psk", "--help"])
+            self._derivation = insert_derivation(check_help, keys.output if keys.rc == 0 else None)
             if self._derivation is None:
                 raise KeyringError("this nvme-cli cannot insert TLS PSKs: 'nvme check-tls-key --help' lists no "
                                    "--insert and 'nvme keys insert-tls-psk' does not exist (nvme-cli 2.3, as "
@@ -92,7 +92,7 @@ class KeyLoader(object):
         """The serial of ``keyring`` (a name or a number). The kernel creates .nvme when
         nvme-keyring loads (nvme-tcp and nvmet-tcp pull it in too): load it, so keys can go
         in before either."""
-        self.run(["modprobe", "nvme-keyring"])
+        self.runner.run(["modprobe", "nvme-keyring"])
         ring = keyring_id(self.read_proc_keys(), keyring)
         if ring is None:
             raise KeyringError("keyring %s is not in %s: the kernel has no NVMe keyring (nvme-keyring did not load; "
@@ -121,20 +121,10 @@ class KeyLoader(object):
         serial = linked.get(ident)
         if serial is None:
             return
-        rc, out, err = self.run([self.keyctl, "unlink", str(serial), str(ring)])
-        if rc != 0:
-            raise KeyringError("keyctl unlink of %r failed (rc=%s): %s" % (ident, rc, (err or out).strip()))
-
-
-def _subprocess_run(argv):
-    env = dict(os.environ)
-    env.update(ENV)
-    try:
-        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
-                              env=env, check=False)
-    except OSError as exc:
-        return 127, "", str(exc)
-    return proc.returncode, proc.stdout, proc.stderr
+        result = self.runner.run([self.keyctl, "unlink", str(serial), str(ring)])
+        if result.rc != 0:
+            raise KeyringError("keyctl unlink of %r failed (rc=%s): %s" % (ident, result.rc, result.said()),
+                               **result.details())
 
 
 def load_store(path, loader):
@@ -187,7 +177,7 @@ def main(argv=None):
         return 2
     path = args[1] if len(args) > 1 else DEFAULT_STORE
     try:
-        count, errors = load_store(path, KeyLoader(_subprocess_run))
+        count, errors = load_store(path, KeyLoader(CommandRunner(subprocess_run_command, error=KeyringError)))
     except (PskError, KeyringError) as exc:
         sys.stderr.write("nvme-tls-keys: %s\n" % exc)
         return 1

@@ -36,7 +36,8 @@ def test_tarball_has_what_users_need(tarball):
               "meta/ee-requirements.txt", "meta/ee-bindep.txt", "changelogs/changelog.yaml", "docs/awx.md"}
     for f in repo_files():
         if fnmatch.fnmatch(f, "plugins/*/*.py") or fnmatch.fnmatch(f, "roles/*") or \
-                fnmatch.fnmatch(f, "playbooks/*.yml") or fnmatch.fnmatch(f, "awx/job_templates/*.yml"):
+                fnmatch.fnmatch(f, "playbooks/*.yml") or fnmatch.fnmatch(f, "awx/job_templates/*.yml") or \
+                fnmatch.fnmatch(f, "files/*"):
             wanted.add(f)
     missing = sorted(wanted - names)
     assert not missing, "missing from the tarball:\n" + "\n".join(missing)

@@ -15,8 +15,8 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig import q
 
 ROLES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "roles")
 TARGET_PROBE = os.path.join(ROLES, "nvmeof_target", "files", "probe.sh")
-HOST_STATE = os.path.join(ROLES, "fabric_preflight", "files", "host_state.sh")
-MISSING = os.path.join(ROLES, "fabric_preflight", "files", "missing_packages.sh")
+HOST_STATE = os.path.join(ROLES, "..", "files", "host_state.sh")
+MISSING = os.path.join(ROLES, "..", "files", "missing_packages.sh")
 
 
 def read(path):

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Unit tests for hostconfig.quickcheck: the shell probe (roles/fabric_preflight/files/
+"""Unit tests for hostconfig.quickcheck: the shell probe (files/
 host_state.sh, run for real against a temporary tree) judged by pending(), checked against
 what host_config's own plan() would do on the same tree. Kernel modules and units come
 from the probe's lines as the test writes them (this machine has no nvme modules or
@@ -20,8 +20,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig import q
 from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig.state import HostConfigError, plan, validate
 from test_hostconfig import FakeProbe  # the FAKE SystemProbe of the host_config module_utils tests, beside this file
 
-SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "fabric_preflight", "files",
-                      "host_state.sh")
+SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "files", "host_state.sh")
 ME = pwd.getpwuid(os.getuid()).pw_name
 
 

@@ -18,7 +18,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import gates a
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl import parse as NP
 
 TOP = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..")
-CATALOG_FILE = os.path.join(TOP, "roles", "nccl_tests", "files", "expected_busbw.yml")
+CATALOG_FILE = os.path.join(TOP, "files", "expected_busbw.yml")
 FIXTURES = os.path.join(TOP, "tests", "fixtures", "nccl_tests")
 GIB8 = 8 << 30
 

@@ -254,7 +254,7 @@ def info_fixture(name):
 
 def catalog_doc():
     import yaml
-    with open(os.path.join(FIXTURES, "..", "..", "..", "roles", "nccl_tests", "files", "expected_busbw.yml")) as h:
+    with open(os.path.join(FIXTURES, "..", "..", "..", "files", "expected_busbw.yml")) as h:
         return yaml.safe_load(h)
 
 

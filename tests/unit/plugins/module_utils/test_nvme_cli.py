@@ -5,9 +5,10 @@ import os
 
 import pytest
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.runner import ENV, redact_argv
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.cli import (
-    NVME_ENV, KernelLog, NvmeCli, NvmeCliError, build_connect_argv, build_disconnect_argv, build_discover_argv,
-    classify_failure, parse_discovery_json, parse_version, redact_argv,
+    KernelLog, NvmeCli, NvmeCliError, build_connect_argv, build_disconnect_argv, build_discover_argv,
+    classify_failure, parse_discovery_json, parse_version,
 )
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "nvme_cli")
@@ -231,7 +232,7 @@ def test_runner_uses_lc_all_c_and_parses_discovery(tmp_path):
     entries = cli.discover({"transport": "tcp", "traddr": "10.99.0.1", "trsvcid": "4420"})[0]
     assert len(entries) == 3
     argv, env = module.calls[0]
-    assert argv[:2] == ["/usr/sbin/nvme", "discover"] and env == NVME_ENV and env["LC_ALL"] == "C"
+    assert argv[:2] == ["/usr/sbin/nvme", "discover"] and env == ENV and env["LC_ALL"] == "C"
 
 
 def test_runner_connect_failure_is_classified(tmp_path):

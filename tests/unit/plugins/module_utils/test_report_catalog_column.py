@@ -28,7 +28,7 @@ OVERRIDE = {"id": "gh200-single-4-all_reduce-test", "model": "gh200", "scope": "
 def _gpu1_with_verdict():
     with open(os.path.join(FIXTURES, "role_captured", "gpu1.json")) as handle:
         gpu = copy.deepcopy(json.load(handle))
-    with open(os.path.join(TOP, "roles", "nccl_tests", "files", "expected_busbw.yml")) as handle:
+    with open(os.path.join(TOP, "files", "expected_busbw.yml")) as handle:
         catalog = C.merge(yaml.safe_load(handle), {"expectations": [OVERRIDE]})
     expectation = [e for e in catalog["expectations"] if e["id"] == OVERRIDE["id"]][0]
     model = C.model_for(catalog, "NVIDIA GH200 120GB")

@@ -12,7 +12,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import expect
 from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep import measure as M
 
 TOP = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..")
-with open(os.path.join(TOP, "roles", "nccl_tests", "files", "expected_busbw.yml")) as _handle:
+with open(os.path.join(TOP, "files", "expected_busbw.yml")) as _handle:
     CATALOG = yaml.safe_load(_handle)
 
 EIGHT_G = 8 << 30

@@ -9,6 +9,7 @@ import zlib
 
 import pytest
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.runner import CommandRunner
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.derive import COMPAT, RFC8446, tls_psk
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.kernel_keys import KernelKeyError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.keyring import (
@@ -216,7 +217,7 @@ class Recorder(object):
         self.calls = []
         self.results = results
 
-    def __call__(self, argv):
+    def __call__(self, argv, environ_update=None, data=None):
         self.calls.append(argv)
         for prefix, result in self.results:
             if argv[:len(prefix)] == prefix:
@@ -229,7 +230,7 @@ def test_loader_refuses_an_nvme_cli_that_cannot_insert(tmp_path):
     store.write_text(dump_store(".nvme", normalize_keys([{"hostnqn": HOST, "subsysnqn": SUB, "psk": made_key(1)}])))
     run = Recorder([(["nvme", "check-tls-key"], (0, fixture("check-tls-key-help-nvme-cli-2.3.txt"), "")),
                     (["nvme", "keys"], (1, "", "Invalid command"))])
-    count, errors = load_store(str(store), KeyLoader(run, proc_keys=str(tmp_path / "none")))
+    count, errors = load_store(str(store), KeyLoader(CommandRunner(run), proc_keys=str(tmp_path / "none")))
     assert count == 0 and len(errors) == 1 and "cannot insert TLS PSKs" in errors[0]
 
 
@@ -253,23 +254,23 @@ def test_loader_inserts_what_nvme_cli_would_and_never_runs_a_key(tmp_path):
     proc.write_text(PROC_KEYS)
     run = Recorder([(["nvme", "check-tls-key", "--help"], (0, "  [  --insert, -i ] --- x\n", ""))])
     keys = FakeKeys()
-    count, errors = load_store(str(store), KeyLoader(run, proc_keys=str(proc), keys=keys))
+    count, errors = load_store(str(store), KeyLoader(CommandRunner(run), proc_keys=str(proc), keys=keys))
     assert (count, errors) == (1, [])
     assert keys.added == [(0x0b1c2d3e, "psk") + tls_psk(made_key(1), HOST, SUB, COMPAT)]
     assert ["modprobe", "nvme-keyring"] in run.calls
     assert not [argv for argv in run.calls if any(made_key(1)[16:40] in a for a in argv)]
-    assert load_store(str(tmp_path / "missing.json"), KeyLoader(run, keys=keys)) == (0, [])
+    assert load_store(str(tmp_path / "missing.json"), KeyLoader(CommandRunner(run), keys=keys)) == (0, [])
 
 
 def test_loader_reports_a_keyring_it_cannot_find_or_write_without_the_key(tmp_path):
     store = tmp_path / "keys.json"
     store.write_text(dump_store(".nvme", normalize_keys([{"hostnqn": HOST, "subsysnqn": SUB, "psk": made_key(1)}])))
     run = Recorder([(["nvme", "check-tls-key", "--help"], (0, "  [  --insert, -i ] --- x\n", ""))])
-    count, errors = load_store(str(store), KeyLoader(run, proc_keys=str(tmp_path / "none"), keys=FakeKeys()))
+    count, errors = load_store(str(store), KeyLoader(CommandRunner(run), proc_keys=str(tmp_path / "none"), keys=FakeKeys()))
     assert count == 0 and "keyring .nvme is not in" in errors[0] and "CONFIG_NVME_KEYRING" in errors[0]
     proc = tmp_path / "proc-keys"
     proc.write_text(PROC_KEYS)
-    count, errors = load_store(str(store), KeyLoader(run, proc_keys=str(proc), keys=FakeKeys(fail=True)))
+    count, errors = load_store(str(store), KeyLoader(CommandRunner(run), proc_keys=str(proc), keys=FakeKeys(fail=True)))
     assert count == 0 and "No such device" in errors[0] and made_key(1) not in errors[0]
 
 
@@ -277,12 +278,12 @@ def test_unlink_uses_the_keyrings_own_serials(tmp_path):
     proc = tmp_path / "keys"
     proc.write_text(PROC_KEYS_MORE)
     run = Recorder([(["keyctl", "rlist"], (0, "%d\n" % 0x1a2b3c4d, ""))])
-    KeyLoader(run, proc_keys=str(proc)).unlink(".nvme", "NVMe0R01 %s %s" % (HOST, SUB))
+    KeyLoader(CommandRunner(run), proc_keys=str(proc)).unlink(".nvme", "NVMe0R01 %s %s" % (HOST, SUB))
     assert run.calls == [["keyctl", "rlist", str(0x0b1c2d3e)], ["keyctl", "unlink", str(0x1a2b3c4d), str(0x0b1c2d3e)]]
     # In /proc/keys but not in the keyring, or no such keyring: nothing to unlink.
     run.calls = []
-    KeyLoader(run, proc_keys=str(proc)).unlink(".nvme", "NVMe0R01 %s %s3" % (HOST, SUB))
-    KeyLoader(run, proc_keys=str(proc)).unlink(".other", "NVMe0R01 %s %s" % (HOST, SUB))
+    KeyLoader(CommandRunner(run), proc_keys=str(proc)).unlink(".nvme", "NVMe0R01 %s %s3" % (HOST, SUB))
+    KeyLoader(CommandRunner(run), proc_keys=str(proc)).unlink(".other", "NVMe0R01 %s %s" % (HOST, SUB))
     assert run.calls == [["keyctl", "rlist", str(0x0b1c2d3e)]]
 
 
@@ -291,7 +292,7 @@ def test_a_keyring_whose_list_cannot_be_read_is_an_error(tmp_path):
     proc.write_text(PROC_KEYS)
     run = Recorder([(["keyctl", "rlist"], (1, "", "keyctl_read_alloc: Permission denied"))])
     with pytest.raises(KeyringError, match="cannot list the keys of keyring .nvme .*Permission denied"):
-        KeyLoader(run, proc_keys=str(proc)).loaded(".nvme")
+        KeyLoader(CommandRunner(run), proc_keys=str(proc)).loaded(".nvme")
 
 
 def test_keys_made_by_nvme_cli_213_pass_and_its_identities_match():

@@ -205,7 +205,7 @@ def nccl_sweep(lab, **args):
 
 def catalog():
     import yaml
-    with open(os.path.join(TOP, "roles", "nccl_tests", "files", "expected_busbw.yml")) as handle:
+    with open(os.path.join(TOP, "files", "expected_busbw.yml")) as handle:
         return yaml.safe_load(handle)
 
 

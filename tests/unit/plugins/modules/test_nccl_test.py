@@ -197,7 +197,7 @@ def test_ib_gdr_requirement_proven_passes(tmp_path, bindir):
 
 def test_expectations_catalog_reaches_the_module(tmp_path, bindir):
     import yaml
-    with open(os.path.join(TOP, "roles", "nccl_tests", "files", "expected_busbw.yml")) as handle:
+    with open(os.path.join(TOP, "files", "expected_busbw.yml")) as handle:
         doc = yaml.safe_load(handle)
     r = run_module(tmp_path, test="all_reduce", binary_dir=str(bindir), ngpus=8, expectations=doc,
                    environment=replay("cscs_gh200_all_reduce_srun_2.17.1.txt", REPLAY_NCCL_NO_JSON="1"))

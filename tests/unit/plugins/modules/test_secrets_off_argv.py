@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 import subprocess
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme import runner
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.runner import CommandRunner
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme import connect_run, fabrics_dev
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.host import host_identity
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls import load
@@ -223,8 +225,8 @@ def test_the_key_loader_keeps_the_psk_off_every_argv(monkeypatch, tmp_path):
     FakeKeys.added = []
     calls = []
 
-    def run(argv):
-        calls.append((list(argv), None, None))
+    def run(argv, environ_update=None, data=None):
+        calls.append((list(argv), None, data))
         if argv[1:3] == ["check-tls-key", "--help"]:
             return 0, fixture("check-tls-key-help-nvme-cli-2.13.txt"), ""
         if argv[1:2] == ["keys"]:
@@ -232,7 +234,7 @@ def test_the_key_loader_keeps_the_psk_off_every_argv(monkeypatch, tmp_path):
         return 0, "", ""
 
     monkeypatch.setattr(load, "KernelKeys", FakeKeys, raising=False)
-    count, errors = load.load_store(store_with_the_lab_key(tmp_path), load.KeyLoader(run, proc_keys=str(tmp_path / "keys")))
+    count, errors = load.load_store(store_with_the_lab_key(tmp_path), load.KeyLoader(CommandRunner(run), proc_keys=str(tmp_path / "keys")))
     assert secrets_seen(calls, [PSK, PSK.split(":")[2]]) == [], "the PSK on a command line"
     assert (count, errors) == (1, [])
     assert FakeKeys.added == [(KEYRING_SERIAL, "psk", IDENTITY, PAYLOAD)]
@@ -251,7 +253,7 @@ def test_the_boot_time_loader_keeps_the_psk_off_every_argv_and_environment(monke
             rc = 1
         return subprocess.CompletedProcess(argv, rc, out, "")
 
-    monkeypatch.setattr(load.subprocess, "run", fake_run)
+    monkeypatch.setattr(runner.subprocess, "run", fake_run)
     monkeypatch.setattr(load, "KernelKeys", FakeKeys, raising=False)
     monkeypatch.setattr(load, "PROC_KEYS", str(tmp_path / "keys"))
     monkeypatch.setenv("AIINFRA_TEST_ENV", "kept")
