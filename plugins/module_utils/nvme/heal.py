@@ -155,7 +155,13 @@ class _Keys(object):
         return self._loader
 
 
-def heal_once(paths, sysfs, backoff, now, connect=connect_through_kernel, keys=None, identity=host_identity, log=print):
+def _write_line(line):
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def heal_once(paths, sysfs, backoff, now, connect=connect_through_kernel, keys=None, identity=host_identity,
+              log=_write_line):
     """One pass: connect each missing, due path. Returns (connected labels, failed labels, waiting labels)."""
     keys = keys or _Keys()
     done, failed, waiting = [], [], []
@@ -191,11 +197,6 @@ def main(argv=None, heal_dir=HEAL_DIR, state_file=STATE_FILE):
         sys.stderr.write("nvme-heal: %s\n" % exc)
         return 1
     backoff = Backoff(state_file)
-
-    def log(line):
-        sys.stdout.write(line + "\n")
-        sys.stdout.flush()
-
-    done, failed, dummy = heal_once(paths, FabricsSysfs(), backoff, time.time(), log=log)
+    done, failed, dummy = heal_once(paths, FabricsSysfs(), backoff, time.time())
     backoff.save()
     return 1 if failed else 0

@@ -45,12 +45,12 @@ class FakeConnect(object):
         return "nvme%d" % (10 + len(self.options))
 
 
-def setup(tmp_path, controllers, args=ARGS):
+def setup(tmp_path, controllers, args=None):
     two_path_tree(tmp_path)
     sysfs = fabrics(tmp_path, controllers, hostnqn=HOSTNQN)
     heal_dir = tmp_path / "heal"
     heal_dir.mkdir()
-    (heal_dir / "nvmeof_initiator-abc.json").write_text(json.dumps(args))
+    (heal_dir / "nvmeof_initiator-abc.json").write_text(json.dumps(args or ARGS))
     paths = heal.configured_paths(heal.load_entries(str(heal_dir)), "6.12.48+deb13-amd64")
     return sysfs, paths
 

@@ -170,8 +170,8 @@ def test_the_targets_view_names_each_host_and_its_paths_state(tmp_path):
 
     te2 = judge(tmp_path / "a", [PATH_A, PATH_B], controllers=(1,))
     te3 = judge(tmp_path / "b", [PATH_A])
-    lines = fabric_health_connections(["te2", "te3", "te9"], {"te2": {"fabric_health_result": te2},
-                                                                "te3": {"fabric_health_result": te3}, "te9": {}})
+    hostvars = {"te2": {"fabric_health_result": te2}, "te3": {"fabric_health_result": te3}, "te9": {}}
+    lines = fabric_health_connections(["te2", "te3", "te9"], hostvars)
     assert lines == [
         NQN + " tcp 10.99.0.1:4420: te2 live, te3 live",
         NQN + " tcp 10.99.1.1:4420: te2 missing, te3 live (not configured by aiinfra.fabric)",

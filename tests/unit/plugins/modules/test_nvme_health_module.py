@@ -51,9 +51,10 @@ def test_reads_the_records_and_reports_a_missing_path_changing_nothing(monkeypat
 
 
 def test_given_subsystems_are_judged_instead_of_the_records(monkeypatch, tmp_path):
+    paths = [{"transport": "tcp", "traddr": "10.99.0.1", "trsvcid": "4420"},
+             {"transport": "tcp", "traddr": "10.99.1.1", "trsvcid": "4420"}]
     args = {"record_dir": str(tmp_path / "none"), "_ansible_check_mode": True,
-            "subsystems": [{"nqn": NQN, "paths": [{"transport": "tcp", "traddr": "10.99.0.1", "trsvcid": "4420"},
-                                                 {"transport": "tcp", "traddr": "10.99.1.1", "trsvcid": "4420"}]}]}
+            "subsystems": [{"nqn": NQN, "paths": paths}]}
     two_path_tree(tmp_path)
     fabrics(tmp_path)
     before = snapshot(tmp_path)
