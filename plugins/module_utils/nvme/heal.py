@@ -22,7 +22,6 @@ in the journal.
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import subprocess
@@ -36,6 +35,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection imp
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connections import connections_from_params, path_label
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.errors import NvmeError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.fabrics_dev import connect_through_kernel
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.health import read_json_files
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.host import host_identity
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.sysfs import FabricsSysfs
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.load import KeyLoader, KeyringError
@@ -53,18 +53,9 @@ class HealError(NvmeError):
 
 
 def load_entries(heal_dir=HEAL_DIR):
-    """[(file, nvme_connections arguments)]; HealError names a file that is not a JSON object."""
-    entries = []
-    for path in sorted(glob.glob(os.path.join(heal_dir, "*.json"))):
-        try:
-            with open(path) as handle:
-                args = json.load(handle)
-        except (IOError, OSError, ValueError) as exc:
-            raise HealError("cannot read %s: %s" % (path, exc))
-        if not isinstance(args, dict) or not isinstance(args.get("subsystems"), list):
-            raise HealError("%s holds no nvme_connections arguments (no list of subsystems)" % path)
-        entries.append((path, args))
-    return entries
+    """[(file, nvme_connections arguments)] of the healer's entries."""
+    return read_json_files(os.path.join(heal_dir, "*.json"), "subsystems", "the healer's entry (nvme_connections arguments)",
+                           HealError)
 
 
 def with_defaults(args):

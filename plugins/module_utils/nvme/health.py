@@ -46,20 +46,27 @@ class HealthError(NvmeError, ValueError):
     pass
 
 
-def read_records(record_dir=DEFAULT_RECORD_DIR):
-    """[(file, record)] of the nvmeof_initiator records in ``record_dir``; HealthError names a
-    record that is not JSON (the role writes them whole, so that is damage, not a state)."""
-    records = []
-    for path in sorted(glob.glob(os.path.join(record_dir, RECORD_GLOB))):
+def read_json_files(pattern, key, what, error):
+    """[(file, object)] of the JSON files ``pattern`` matches, sorted, each an object with a list
+    under ``key``; ``error`` (an exception class) names the first that cannot be read or is not
+    ``what`` - the collection writes them whole, so that is damage, not a state."""
+    found = []
+    for path in sorted(glob.glob(pattern)):
         try:
             with open(path) as handle:
-                record = json.load(handle)
+                value = json.load(handle)
         except (IOError, OSError, ValueError) as exc:
-            raise HealthError("cannot read the nvmeof_initiator record %s: %s" % (path, exc))
-        if not isinstance(record, dict) or not isinstance(record.get("connections"), list):
-            raise HealthError("%s is not an nvmeof_initiator record (no list of connections)" % path)
-        records.append((path, record))
-    return records
+            raise error("cannot read %s %s: %s" % (what, path, exc))
+        if not isinstance(value, dict) or not isinstance(value.get(key), list):
+            raise error("%s is not %s (no list of %s)" % (path, what, key))
+        found.append((path, value))
+    return found
+
+
+def read_records(record_dir=DEFAULT_RECORD_DIR):
+    """[(file, record)] of the nvmeof_initiator records in ``record_dir``."""
+    return read_json_files(os.path.join(record_dir, RECORD_GLOB), "connections", "the nvmeof_initiator record",
+                           HealthError)
 
 
 def configured_from_records(records):

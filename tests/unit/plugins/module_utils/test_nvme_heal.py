@@ -145,7 +145,7 @@ def test_main_reports_usage_and_a_damaged_entry(tmp_path, capsys):
     assert heal.main(["--now"], heal_dir=str(tmp_path)) == 2
     (tmp_path / "x.json").write_text("[]")
     assert heal.main([], heal_dir=str(tmp_path), state_file=str(tmp_path / "s.json")) == 1
-    assert "x.json holds no nvme_connections arguments" in capsys.readouterr().err
+    assert "x.json is not the healer's entry (nvme_connections arguments) (no list of subsystems)" in capsys.readouterr().err
 
 
 class _Sysfs(object):
