@@ -340,6 +340,10 @@ def start_connection(module, params, plan, cli, sysfs):
     except KeyringError as exc:
         raise ConnectFailure("cannot give the kernel the TLS keyring or key of this connect: %s" % exc)
     except NvmeCliError as exc:
+        if exc.kind == "already_connected" and matching_controllers(sysfs.controllers(), desired):
+            # Connected meanwhile by another hand - the nvmeof_initiator role's path healer
+            # (nvme/heal.py) reconnecting a path this run also found missing: converged.
+            return
         details = exc.details()
         msg = exc.msg
         if exc.kind == "command" and not sysfs.transport_module_loaded(desired["transport"]):

@@ -4,7 +4,7 @@
 
 """The error family of the ``nvme`` package (the NVMe-oF initiator): every exception it raises derives
 from :class:`NvmeError` (cli.NvmeCliError, connection.ValidationError,
-connect_run.ConnectFailure, multipath.MultipathError, multipath_run.MultipathFailure,
+connect_run.ConnectFailure, multipath.MultipathError, multipath_run.MultipathFailure, heal.HealError, health.HealthError,
 signatures.SignatureError, rdma_link.RdmaLinkError, fio.FioError), so a caller catches the whole package
 with one ``except NvmeError``. Each keeps its own message, and those that were ValueErrors still are.
 A failed command is also a runner.CommandError (NvmeCliError, as tls.load.KeyringError is), with the

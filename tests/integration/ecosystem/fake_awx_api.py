@@ -73,6 +73,11 @@ class FakeAwx:
             return 404, {"detail": "not found: %s" % path}
         endpoint, oid, sub = m.group(1), m.group(2), m.group(3)
         with self.lock:
+            if endpoint == "unified_job_templates" and oid is None and method == "GET":
+                # AWX's union of everything that can be launched or scheduled.
+                found = [o for ep in ("job_templates", "projects", "inventory_sources")
+                         for o in self.objects.get(ep, {}).values() if self._matches(o, query)]
+                return 200, {"count": len(found), "results": found, "next": None, "previous": None}
             store = self.objects.setdefault(endpoint, {})
             if oid is None:
                 if method == "GET":

@@ -61,11 +61,16 @@ def test_awx_setup_defines_everything_and_is_idempotent(awx):
             assert spec["spec"] == want["survey"], (name, spec)
         assert awx.associations[("job_templates", jt["id"], "credentials")] == [credential["id"]]
     assert not templates, "job templates nobody asked for: %s" % sorted(templates)
+    # fabric_health's schedule, on its job template.
+    schedule = awx.named("schedules")["aiinfra.fabric: fabric health every 15 minutes"]
+    health = awx.named("job_templates")["aiinfra.fabric: fabric health"]
+    assert schedule["unified_job_template"] == health["id"], schedule
+    assert schedule["rrule"] == "DTSTART:20260101T000000Z RRULE:FREQ=MINUTELY;INTERVAL=15" and schedule["enabled"] is True
 
     again, out = setup(awx)
     assert again["failed"] == 0 and again["changed"] == 0, "second run changed something:\n" + out[-4000:]
 
     gone, out = setup(awx, "-e", "awx_setup_state=absent")
     assert gone["failed"] == 0, out[-3000:]
-    for endpoint in ("job_templates", "projects", "inventories", "execution_environments"):
+    for endpoint in ("schedules", "job_templates", "projects", "inventories", "execution_environments"):
         assert not awx.objects.get(endpoint), (endpoint, awx.objects.get(endpoint))

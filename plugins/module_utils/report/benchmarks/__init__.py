@@ -14,14 +14,14 @@ new benchmark touches.
 
 from __future__ import annotations
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks import fio, mpi, nccl, nvmeof, sweep
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks import fio, health, mpi, nccl, nvmeof, sweep
 
 # In the order of their result facts: the order the report lists a host's results, and the
 # order of the summary lines.
-REGISTRY = (nvmeof.BENCHMARK, fio.BENCHMARK, mpi.BENCHMARK, nccl.BENCHMARK, sweep.BENCHMARK)
+REGISTRY = (nvmeof.BENCHMARK, fio.BENCHMARK, mpi.BENCHMARK, nccl.BENCHMARK, sweep.BENCHMARK, health.BENCHMARK)
 
 # The order of the benchmarks' sections in report.html.
-SECTION_ORDER = ("nccl", "mpi", "fio", "sweep", "nvmeof")
+SECTION_ORDER = ("health", "nccl", "mpi", "fio", "sweep", "nvmeof")
 
 BENCHMARKS = tuple(b.name for b in REGISTRY)
 RESULT_FACTS = tuple(fact for b in REGISTRY for fact in b.facts)

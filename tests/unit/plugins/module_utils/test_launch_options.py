@@ -199,7 +199,7 @@ def test_the_modules_no_longer_carry_their_own_lookup_helpers():
 FAMILIES = {
     NvmeError: ("nvme", ["cli.NvmeCliError", "connection.ValidationError", "connect_run.ConnectFailure",
                          "multipath.MultipathError", "multipath_run.MultipathFailure", "signatures.SignatureError",
-                         "rdma_link.RdmaLinkError", "fio.FioError"]),
+                         "rdma_link.RdmaLinkError", "fio.FioError", "heal.HealError", "health.HealthError"]),
     TlsError: ("tls", ["psk.PskError", "kernel_keys.KernelKeyError", "load.KeyringError"]),
     MpiError: ("mpi", ["launcher.LauncherError", "sbatch.BatchError", "sbatch.UnsafeOutput", "job.MpiJobError",
                        "expect.ExpectError"]),
