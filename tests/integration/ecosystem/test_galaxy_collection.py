@@ -13,7 +13,7 @@ from eco_helpers import TOP, repo_files, run, tool
 # What a user of the collection does not need: the lab, the tests, the tooling, caches.
 CLUTTER = [
     ".cache/*", ".venv/*", ".git/*", ".ci/*", "lab/*", "molecule/*", "scripts/*", "requirements/*",
-    "benchmarks/*", "third_party/*", "build/*", "context/*", "results/*", "inventory/*",
+    "benchmarks/*", "third_party/*", "build/*", "context/*", "results/*", "inventory/lab/*", "inventory/lab3/*",
     "tests/unit/*", "tests/integration/*", "tests/lab/*", "tests/fixtures/*", "tests/output/*", "tests/conftest.py",
     "*/__pycache__/*", "*.pyc", ".pytest_cache/*", "*.tar.gz",
     "ansible.cfg", "pytest.ini", ".ansible-lint", ".yamllint", ".shellcheckrc", ".gitignore", "execution-environment.yml",
@@ -86,10 +86,15 @@ def test_installed_collection_lists_its_modules(installed):
     assert sorted(k[len("aiinfra.fabric."):] for k in listed) == modules()
 
 
-def test_installed_playbook_runs_from_the_collection(installed):
-    """A playbook of the installed collection is found by its FQCN (as AWX and users call it)."""
+@pytest.mark.parametrize("playbook", ["awx_setup", "nvmeof_rdma", "nvmeof_tcp", "fabric_health", "mpi_bench"])
+def test_installed_playbook_runs_from_the_collection(installed, playbook, tmp_path):
+    """A playbook of the installed collection is found by its FQCN (as AWX and users call it),
+    from a folder outside the repository, with the example inventory the tarball carries."""
     env = {"ANSIBLE_COLLECTIONS_PATH": str(installed)}
-    proc = run([tool("ansible-playbook"), "--syntax-check", "aiinfra.fabric.awx_setup"], cwd=str(installed), env=env)
+    inventory = os.path.join(str(installed), "ansible_collections", "aiinfra", "fabric", "inventory", "example")
+    assert os.path.isfile(os.path.join(inventory, "hosts.yml"))
+    proc = run([tool("ansible-playbook"), "--syntax-check", "-i", inventory, "aiinfra.fabric." + playbook],
+               cwd=str(tmp_path), env=env)
     assert "playbook: " in proc.stdout
 
 
