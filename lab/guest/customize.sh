@@ -15,6 +15,13 @@ echo lab > "$root/etc/hostname"
 # Root logs in with the lab's key only.
 install -d -m 0700 "$root/root/.ssh"
 install -m 0600 "$pubkey" "$root/root/.ssh/authorized_keys"
+# A non-root account with sudo, as users log in on real clusters: scenarios that set
+# AIINFRA_LAB_USER=aiinfra (lab_smoke, nvmeof_rdma) connect as it and become root.
+chroot "$root" useradd --create-home --shell /bin/bash --uid 1000 aiinfra
+install -d -m 0700 -o 1000 -g 1000 "$root/home/aiinfra/.ssh"
+install -m 0600 -o 1000 -g 1000 "$pubkey" "$root/home/aiinfra/.ssh/authorized_keys"
+printf 'aiinfra ALL=(ALL) NOPASSWD: ALL\n' > "$root/etc/sudoers.d/aiinfra-lab"
+chmod 0440 "$root/etc/sudoers.d/aiinfra-lab"
 cat > "$root/etc/ssh/sshd_config.d/lab.conf" <<'CONF'
 PermitRootLogin prohibit-password
 PasswordAuthentication no

@@ -16,16 +16,22 @@ SSH_PORT_BASE = int(os.environ.get("AIINFRA_LAB_SSH_PORT_BASE", "2221"))
 VMS = {"te1": {"port": SSH_PORT_BASE, "fabric": "10.99.0.1"}, "te2": {"port": SSH_PORT_BASE + 1, "fabric": "10.99.0.2"}}
 
 
+# AIINFRA_LAB_USER=aiinfra (scenarios that log in as the lab's non-root account): the
+# checks log in as it too and run every command through sudo, as root.
+LAB_USER = os.environ.get("AIINFRA_LAB_USER", "root")
+
+
 def lab_host(name):
     vm = VMS[name]
     return testinfra.get_host(
-        "ssh://root@127.0.0.1:%d" % vm["port"],
+        "ssh://%s@127.0.0.1:%d" % (LAB_USER, vm["port"]),
         ssh_identity_file=os.path.join(LAB_CACHE, "id_ed25519"),
         ssh_extra_args="-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
         # One SSH connection per VM for the whole session: a fresh handshake with a
         # software-emulated guest costs seconds.
-        controlpath="/tmp/aiinfra-lab-ssh-%d.sock" % vm["port"],
+        controlpath="/tmp/aiinfra-lab-ssh-%s-%d.sock" % (LAB_USER, vm["port"]),
         controlpersist=120,
+        sudo=LAB_USER != "root",
     )
 
 

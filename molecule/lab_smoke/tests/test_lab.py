@@ -1,5 +1,6 @@
 """The lab is what every other scenario stands on: check it is what it claims to be."""
 
+import os
 import re
 
 import pytest
@@ -72,3 +73,14 @@ def test_soft_roce_device_can_be_created(te1):
         assert "smoke_rxe0/1 state ACTIVE" in te1.check_output("rdma link show")
     finally:
         te1.run("rdma link delete smoke_rxe0")
+
+
+@pytest.mark.parametrize("vm", ["te1", "te2"])
+def test_the_scenario_logs_in_as_the_non_root_account_and_becomes_root(vm, request):
+    """molecule.yml sets AIINFRA_LAB_USER=aiinfra (inventory/lab's ansible_user) and the
+    verifier's sudo: SSH as aiinfra, sudo to root, as users log in on real clusters."""
+    host = request.getfixturevalue(vm)
+    assert os.environ.get("AIINFRA_LAB_USER") == "aiinfra"
+    assert host.check_output("id -un") == "root"
+    assert host.check_output("echo $SUDO_USER") == "aiinfra"
+    assert host.check_output("stat -c '%U %a' /home/aiinfra/.ssh/authorized_keys") == "aiinfra 600"
