@@ -26,7 +26,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.report.baseline imp
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.checks import FAIL, normalize_references
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.collect import collect
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.judge import evaluate
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks import RESULT_FACTS
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks.registry import RESULT_FACTS
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.model import RECORD_LISTS, SCHEMA, SCHEMA_VERSION, \
     ReportError, derive_metrics
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.render import render_files

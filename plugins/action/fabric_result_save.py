@@ -16,7 +16,7 @@ import datetime
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.base import ReportError
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks import RESULT_FACTS
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks.registry import RESULT_FACTS
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.saved import host_result_document, \
     host_result_path, resolve, write_host_result
 from ansible_collections.aiinfra.fabric.plugins.plugin_utils.controller_action import ControllerAction

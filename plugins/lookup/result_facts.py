@@ -35,7 +35,7 @@ _list:
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks import RESULT_FACTS
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks.registry import RESULT_FACTS
 
 
 class LookupModule(LookupBase):

@@ -25,7 +25,7 @@ from __future__ import annotations
 import fnmatch
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.base import EXACT, HIGHER, LOWER, ReportError
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks import builtin_expect
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks.registry import builtin_expect
 
 PASS = "pass"
 WARN = "warn"

@@ -13,7 +13,7 @@ into a failure.
 from __future__ import annotations
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.base import ReportError, verdict
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks import REGISTRY, RESULT_FACTS
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks.registry import REGISTRY, RESULT_FACTS
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks.kind import RunFacts
 
 

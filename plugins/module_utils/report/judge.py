@@ -9,7 +9,7 @@ An empty run fails: a report that proves nothing must not read as a pass.
 from __future__ import annotations
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.baseline import check_baseline
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks import RESULT_FACTS
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks.registry import RESULT_FACTS
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.checks import (
     FAIL, PASS, WARN, _fmt, check_builtin, check_missing_references, check_references, worst)
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.outliers import check_outliers

@@ -17,7 +17,7 @@ Python 3.9 syntax like the rest of module_utils.
 from __future__ import annotations
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.base import EXACT, HIGHER, LOWER, ReportError
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks import BENCHMARKS, REGISTRY, RESULT_FACTS
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks.registry import BENCHMARKS, REGISTRY, RESULT_FACTS
 
 SCHEMA = "aiinfra.fabric.results"
 SCHEMA_VERSION = 1

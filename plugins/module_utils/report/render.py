@@ -22,7 +22,7 @@ import io
 import json
 import os
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks import BY_NAME, REGISTRY, sections
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks.registry import BY_NAME, REGISTRY, sections
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.plots import make_plots
 
 try:

@@ -29,7 +29,7 @@ from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.atomic_write import write_atomically
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.base import ReportError
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks import RESULT_FACTS
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks.registry import RESULT_FACTS
 
 HOST_RESULT_SCHEMA = "aiinfra.fabric.host_result"
 

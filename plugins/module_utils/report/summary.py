@@ -13,7 +13,7 @@ adapters, so the summary and the report read the facts alike. Used by the
 
 from __future__ import annotations
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks import FACT_OWNER, RESULT_FACTS
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks.registry import FACT_OWNER, RESULT_FACTS
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.checks import FAIL, check_builtin
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.collect import collect
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.model import derive_metrics

@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "fi
 
 import build_facts  # noqa: E402
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report import collect as K, model as M  # noqa: E402
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks import (  # noqa: E402
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks.registry import (  # noqa: E402
     fio as FIO, mpi as MPI, nccl as NCCL)
 
 

@@ -17,7 +17,7 @@ from ansible_collections.aiinfra.fabric.plugins.action import fabric_report as r
 from ansible_collections.aiinfra.fabric.plugins.action import fabric_result_save as save_action
 from ansible_collections.aiinfra.fabric.plugins.doc_fragments.result_facts import ModuleDocFragment
 from ansible_collections.aiinfra.fabric.plugins.lookup.result_facts import LookupModule
-from ansible_collections.aiinfra.fabric.plugins.module_utils.report import benchmarks as B
+from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks import registry as B
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report import checks as C
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report import render as R
 from ansible_collections.aiinfra.fabric.plugins.modules import fabric_report, fabric_result_save
