@@ -16,7 +16,8 @@ and connects each configured path that has no controller - with the settings the
 through /dev/nvme-fabrics (no secret on a command line), never through nvme-cli. It never
 disconnects anything and never touches a controller it did not configure. A path that fails
 to connect is tried again after a delay that doubles, from ``FIRST_DELAY`` up to
-``MAX_DELAY`` seconds (kept in /run, so a reboot starts afresh); every attempt is one line
+``MAX_DELAY`` seconds - 30, so a path is back at most about 40 s after its fault clears (30 s plus
+the timer's interval) - (kept in /run, so a reboot starts afresh); every attempt is one line
 in the journal.
 """
 
@@ -43,7 +44,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.load import Key
 HEAL_DIR = "/etc/nvme/aiinfra-fabric/heal"
 STATE_FILE = "/run/aiinfra-fabric/nvme-heal.json"
 FIRST_DELAY = 5
-MAX_DELAY = 300
+MAX_DELAY = 30
 # What the nvme_connections module fills in when a caller leaves it out.
 MODULE_DEFAULTS = {"wait_timeout": 60, "require_native_multipath": True}
 

@@ -113,7 +113,7 @@ def test_a_failed_reconnect_backs_off_doubling_up_to_the_maximum_and_says_when(t
         heal.heal_once(paths, sysfs, backoff, now, connect=connect, identity=identity, log=lines.append)
         delays.append(int(lines[-1].rsplit("next attempt in ", 1)[1].split()[0]))
         now += delays[-1]
-    assert delays == [10, 20, 40, 80, 160, 300, 300, 300]
+    assert delays == [10, 20, 30, 30, 30, 30, 30, 30]
 
 
 def test_a_path_back_by_itself_forgets_its_backoff(tmp_path):
