@@ -57,7 +57,11 @@ def playbook(installed, name):
     proc = run([tool("ansible-playbook"), "aiinfra.fabric." + name, "-i", "inventory", "-e", "nvmeof_transport=tcp"],
                cwd=str(work), env=env)
     print(proc.stdout[-2500:])
-    assert TOP not in proc.stdout.replace(str(work), ""), "a repository path appears in the run"
+    # Only the Ansible installation may appear (it lives in the repository's .venv here, and
+    # prints a CryptographyDeprecationWarning with its path); no file of the repository.
+    venv = os.path.join(TOP, ".venv")
+    repo_paths = [line for line in proc.stdout.splitlines() if TOP in line and venv not in line]
+    assert not repo_paths, "a repository path appears in the run: %s" % repo_paths[:5]
     return proc
 
 
