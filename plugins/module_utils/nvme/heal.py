@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -39,7 +38,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.fabrics_dev im
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.health import read_json_files
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.host import host_identity
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.sysfs import FabricsSysfs
-from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.load import KeyLoader, KeyringError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.load import KeyringError, boot_key_loader
 
 HEAL_DIR = "/etc/nvme/aiinfra-fabric/heal"
 STATE_FILE = "/run/aiinfra-fabric/nvme-heal.json"
@@ -126,15 +125,6 @@ class Backoff(object):
         write_atomically(self.path, json.dumps(self.state, sort_keys=True), 0o600, dir_mode=0o700)
 
 
-def _subprocess_run(argv):
-    try:
-        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
-                              env={"LC_ALL": "C", "LANG": "C", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}, check=False)
-    except OSError as exc:
-        return 127, "", str(exc)
-    return proc.returncode, proc.stdout, proc.stderr
-
-
 class _Keys(object):
     """What kernel_values needs of the module's runner: the TLS key loader."""
 
@@ -143,7 +133,7 @@ class _Keys(object):
 
     def key_loader(self):
         if self._loader is None:
-            self._loader = KeyLoader(_subprocess_run)
+            self._loader = boot_key_loader()
         return self._loader
 
 

@@ -127,6 +127,12 @@ class KeyLoader(object):
                                **result.details())
 
 
+def boot_key_loader():
+    """The key loader of the programs that run outside Ansible (this loader at boot, the
+    nvmeof_initiator role's path healer): commands through subprocess."""
+    return KeyLoader(CommandRunner(subprocess_run_command, error=KeyringError))
+
+
 def load_store(path, loader):
     """Insert every key of the store; returns (inserted count, error messages)."""
     try:
@@ -177,7 +183,7 @@ def main(argv=None):
         return 2
     path = args[1] if len(args) > 1 else DEFAULT_STORE
     try:
-        count, errors = load_store(path, KeyLoader(CommandRunner(subprocess_run_command, error=KeyringError)))
+        count, errors = load_store(path, boot_key_loader())
     except (PskError, KeyringError) as exc:
         sys.stderr.write("nvme-tls-keys: %s\n" % exc)
         return 1

@@ -182,3 +182,12 @@ def test_a_module_connect_that_the_healer_made_first_is_converged(tmp_path, monk
     # Without such a controller the same error is still a failure.
     with pytest.raises(connect_run.ConnectFailure, match="already connected"):
         connect_run.start_connection(None, {"wait_timeout": 0}, plan, None, _Sysfs([]))
+
+
+def test_the_healers_key_loader_runs_commands_through_the_collections_runner():
+    # kernel_values asks it for a keyring's serial or to insert a PSK; it used to get a bare
+    # function where KeyLoader takes a runner (nvme/runner.CommandRunner), and would have
+    # failed on the first entry with a keyring or a TLS key.
+    loader = heal._Keys().key_loader()
+    result = loader.runner.run(["sh", "-c", "echo ok"])
+    assert (result.rc, result.stdout.strip()) == (0, "ok")
