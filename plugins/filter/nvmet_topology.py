@@ -5,15 +5,16 @@
 nvmet_target document, its record, whether nvmet_target would change anything, and which
 enabled namespaces hold a file open.
 
-The logic lives in plugins/module_utils/nvmet/probe.py, topology.py, record.py and snapshot.py; each filter
-here only turns their errors into a filter error. Documented in the .yml files beside.
+The logic lives in plugins/plugin_utils/nvmet_probe.py and plugins/module_utils/nvmet/topology.py,
+record.py and snapshot.py; each filter here only turns their errors into a filter error. Documented in the .yml files beside.
 """
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import probe, record, snapshot, topology
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import record, snapshot, topology
+from ansible_collections.aiinfra.fabric.plugins.plugin_utils import nvmet_probe as probe
 
 
 def nvmet_probe(lines, markers=None, objects=False):

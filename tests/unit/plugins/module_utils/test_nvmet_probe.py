@@ -1,4 +1,4 @@
-"""Unit tests of the nvmeof_target role's one probe reader (plugins/module_utils/nvmet/probe.py,
+"""Unit tests of the nvmeof_target role's one probe reader (plugins/plugin_utils/nvmet_probe.py,
 the nvmet_probe and nvmet_backing filters).
 
 The role's real probe (roles/nvmeof_target/files/probe.sh) runs with sh on the FAKE
@@ -19,8 +19,9 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.aiinfra.fabric.plugins.filter import nvmet_topology as filters
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import probe, record, snapshot
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import record, snapshot
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.model import ConfigfsTree
+from ansible_collections.aiinfra.fabric.plugins.plugin_utils import nvmet_probe as probe
 
 from nvmet_fake import HOST, HOST2, SUB, fake_host, fake_namespace, fake_port, fake_subsystem, link
 

@@ -1,16 +1,17 @@
 # -*- coding: utf-8 -*-
 # Copyright: aiinfra.fabric contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The nvmeof_target role's probe (roles/nvmeof_target/files/probe.sh), read once, on the
-controller (standard library only).
+"""The nvmeof_target role's probe (roles/nvmeof_target/files/probe.sh), read on the
+controller. Here, not in module_utils/nvmet/: that package ships whole to the target hosts
+inside the boot-time restorer (the host_library lookup), which needs none of this.
 
 The role reads its target host in one shell command, for speed (a module start costs
 2.5-4 s on the lab's emulated guests, a raw command one round trip). This is the one
 reader of what that command prints: the converge's first probe and the teardown's both
 run probe.sh, and the role's variables take what they need from :func:`read_probe`'s
 dict instead of parsing lines in Jinja. The nvmet configfs part is parsed by
-snapshot.py's :func:`~snapshot.parse_probe` (the copy of configfs the no-change check
-plans against), host_state.sh's lines by hostconfig/quickcheck.py's ``parse``.
+module_utils/nvmet/snapshot.py's :func:`~snapshot.parse_probe` (the copy of configfs the no-change check
+plans against), host_state.sh's lines by module_utils/hostconfig/quickcheck.py's ``parse``.
 
 Lines besides the nvmet ones and host_state.sh's (probe.sh says what prints them):
 
