@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: aiinfra.fabric contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the nvmeof_initiator role: what it reads from a host, and what it records of a
+"""Filters of the nvmeof_initiator role: what it reads from a host (mount table, identity, records), and what it records of a
 converge. The logic lives in plugins/plugin_utils/nvmeof_initiator_state.py and
 nvmeof_initiator_record.py; documented in the .yml files beside."""
 
@@ -24,6 +24,10 @@ def nvmeof_initiator_records(lines):
         raise AnsibleFilterError(str(exc))
 
 
+def nvmeof_initiator_identity(lines):
+    return state.read_identity(list(lines or []))
+
+
 def nvmeof_initiator_record_connections(subsystems, defaults):
     return record.record_connections(list(subsystems or []), dict(defaults or {}))
 
@@ -36,4 +40,5 @@ class FilterModule(object):
     def filters(self):
         return {"mount_entry": mount_entry, "nvmeof_initiator_records": nvmeof_initiator_records,
                 "nvmeof_initiator_record_connections": nvmeof_initiator_record_connections,
-                "nvmeof_initiator_iopolicies": nvmeof_initiator_iopolicies}
+                "nvmeof_initiator_iopolicies": nvmeof_initiator_iopolicies,
+                "nvmeof_initiator_identity": nvmeof_initiator_identity}

@@ -49,3 +49,16 @@ def read_records(lines):
         elif line.startswith("marker "):
             out["markers"].append(line[7:])
     return out
+
+
+def read_identity(lines):
+    """The identity task's lines (files/identity.sh: "missing PACKAGE" per package not
+    installed, then "exists|created|would-create HOSTNQN") -> {hostnqn, made (exists,
+    created or would-create), missing_packages}. hostnqn and made are "" when the last line
+    is not the identity (the script failed: the task reports its rc and stderr)."""
+    lines = [line.rstrip("\r") for line in lines or []]
+    made, _, nqn = (lines[-1] if lines else "").partition(" ")
+    if made not in ("exists", "created", "would-create") or not nqn:
+        made = nqn = ""
+    missing = [line[8:] for line in lines if line.startswith("missing ") and line[8:]]
+    return {"hostnqn": nqn, "made": made, "missing_packages": missing}

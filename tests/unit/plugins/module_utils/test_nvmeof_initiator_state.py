@@ -139,3 +139,30 @@ def test_record_connections_fill_in_the_role_defaults_and_keep_another_identity(
     assert conns[1]["trsvcid"] == "4421"
     # An empty host NQN is no other identity.
     assert "hostnqn" not in conns[2] and conns[2]["host_traddr"] == ""
+
+
+IDENTITY = os.path.join(os.path.dirname(TEARDOWN), "..", "files", "identity.sh")
+
+
+def test_the_identity_lines_of_a_host_that_has_one(tmp_path):
+    """identity.sh in check mode on this machine: /etc/nvme/hostnqn may exist or not, so
+    the made word is one of three; the missing packages come first, from the package script."""
+    with open(IDENTITY) as fh:
+        script = fh.read()
+    out = subprocess.run(["sh", "-c", script, "sh", "check", 'for p; do echo "$p"; done', "nvme-cli", "fio"],
+                         check=True, capture_output=True, text=True).stdout.splitlines()
+    got = filters.nvmeof_initiator_identity(out)
+    assert got["missing_packages"] == ["nvme-cli", "fio"]
+    assert got["made"] in ("exists", "would-create")
+    assert got["hostnqn"].startswith("nqn.") and got["hostnqn"] == out[-1].split(" ", 1)[1]
+
+
+def test_identity_lines():
+    nqn = "nqn.2014-08.org.nvmexpress:uuid:6d4104d1-02ff-4b25-86c0-e09cdeb71663"
+    assert filters.nvmeof_initiator_identity(["missing nvme-cli", "created " + nqn]) == {
+        "hostnqn": nqn, "made": "created", "missing_packages": ["nvme-cli"]}
+    assert filters.nvmeof_initiator_identity(["exists " + nqn])["missing_packages"] == []
+    # A script that failed part way: no identity, nothing made.
+    assert filters.nvmeof_initiator_identity(["missing nvme-cli"]) == {
+        "hostnqn": "", "made": "", "missing_packages": ["nvme-cli"]}
+    assert filters.nvmeof_initiator_identity(None)["made"] == ""
