@@ -57,7 +57,7 @@ def read_identity(lines):
     created or would-create), missing_packages}. hostnqn and made are "" when the last line
     is not the identity (the script failed: the task reports its rc and stderr)."""
     lines = [line.rstrip("\r") for line in lines or []]
-    made, _, nqn = (lines[-1] if lines else "").partition(" ")
+    made, nqn = (lines[-1] if lines else "").partition(" ")[::2]
     if made not in ("exists", "created", "would-create") or not nqn:
         made = nqn = ""
     missing = [line[8:] for line in lines if line.startswith("missing ") and line[8:]]

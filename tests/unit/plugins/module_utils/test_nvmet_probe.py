@@ -74,7 +74,7 @@ def as_nvmet_info(state):
         "subsystems": [{"nqn": nqn, "allowed_hosts": sorted(s["allowed_hosts"])}
                        for nqn, s in sorted(state["subsystems"].items())],
         "ports": [{"portid": p["port_id"], "subsystems": sorted(p["subsystems"])}
-                  for _, p in sorted(state["ports"].items(), key=lambda kv: int(kv[0]))],
+                  for p in sorted(state["ports"].values(), key=lambda port: port["port_id"])],
     }
 
 
