@@ -1,12 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: aiinfra.fabric contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the nvmeof_target role: its variables to one nvmet_target document, its
-record, whether nvmet_target would change anything, and which enabled namespaces hold
-a file open.
+"""Filters of the nvmeof_target role: its probe's lines read, its variables to one
+nvmet_target document, its record, whether nvmet_target would change anything, and which
+enabled namespaces hold a file open.
 
-The logic lives in plugins/module_utils/nvmet/topology.py, record.py and snapshot.py; each filter
-here only turns their errors into a filter error. Documented in the .yml files beside.
+The logic lives in plugins/plugin_utils/nvmet_probe.py and plugins/module_utils/nvmet/topology.py,
+record.py and snapshot.py; each filter here only turns their errors into a filter error. Documented in the .yml files beside.
 """
 
 from __future__ import annotations
@@ -14,6 +14,18 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import record, snapshot, topology
+from ansible_collections.aiinfra.fabric.plugins.plugin_utils import nvmet_probe as probe
+
+
+def nvmet_probe(lines, markers=None, objects=False):
+    try:
+        return probe.read_probe(list(lines or []), markers=dict(markers or {}), objects=bool(objects))
+    except probe.ProbeError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+def nvmet_backing(lines):
+    return probe.read_backing(list(lines or []))
 
 
 def nvmet_topology(subsystems, ports, short, groups):
@@ -65,6 +77,8 @@ def nvmet_enabled_namespaces_on(lines, paths):
 class FilterModule(object):
     def filters(self):
         return {
+            "nvmet_probe": nvmet_probe,
+            "nvmet_backing": nvmet_backing,
             "nvmet_topology": nvmet_topology,
             "nvmet_target_document": nvmet_target_document,
             "nvmet_document_keys": nvmet_document_keys,
