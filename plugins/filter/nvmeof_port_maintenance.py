@@ -12,6 +12,7 @@ reads host variables and turns its errors into a filter error. Documented in the
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.aiinfra.fabric.plugins.plugin_utils import port_maintenance as pm
 
@@ -43,7 +44,8 @@ def _phase(healths, phase):
 def nvmeof_port_maintenance_plan(port, action, hosts, hostvars, fact, record=None, force=False):
     try:
         before = _phase(_facts(hosts, hostvars, fact), "before")
-        return pm.maintenance_plan(port, action, before, record or None, bool(force))
+        return pm.maintenance_plan(port, action, before, record or None,
+                                   boolean(force, strict=False))
     except pm.MaintenanceError as exc:
         raise AnsibleFilterError(str(exc))
 

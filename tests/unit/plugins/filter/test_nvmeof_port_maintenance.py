@@ -116,6 +116,10 @@ def test_force_lets_the_refusal_pass_and_says_so(tmp_path):
     assert decided["lines"][-1].startswith("forced: te2: subsystem")
 
 
+def test_force_false_as_an_awx_survey_passes_it_still_refuses(tmp_path):
+    assert plan({"te2": host(tmp_path, a=("connecting", "optimized"))}, force="false")["refusals"]
+
+
 def test_a_host_without_a_usable_path_through_the_port_is_not_affected(tmp_path):
     # Path B already out (ANA inaccessible) and path A live: nothing to refuse, nobody to wait for.
     decided = plan({"te2": host(tmp_path, b=("live", "inaccessible"))})
