@@ -25,6 +25,7 @@ export ANSIBLE_COLLECTIONS_PATH=$repo/.cache/collections ANSIBLE_ROLES_PATH=$rep
 export PATH=$repo/.venv/bin:$PATH
 [ "${AIINFRA_LAB_FABRIC_LINKS:-1}" = 2 ] || { echo "port_maintenance.sh: set AIINFRA_LAB_NVME_DRIVES=4 AIINFRA_LAB_FABRIC_LINKS=2 (the lab shape it runs on)" >&2; exit 2; }
 hold=${PM_HOLD:-30}
+trap 'echo "port_maintenance.sh: failed at line $LINENO; the runs are in .cache/pm-*.log" >&2' ERR
 say() { printf '%s port-maintenance: %s\n' "$(date +%T)" "$*" >&2; }
 maint=(ansible-playbook -i inventory/lab playbooks/nvmeof_port_maintenance.yml -e nvmeof_port_maintenance_port=2)
 # te1's view of port 2: its ANA group states and the maintenance record, if any.
@@ -45,12 +46,12 @@ after=$(port2)
 say "1. --check changed nothing on te1"
 
 say "2. fio + sampler on te2; round on port 2 (hold $hold s)"
-ansible-playbook -i inventory/lab tests/lab/port_maintenance_io.yml -e pm_step=start >/dev/null
+ansible-playbook -i inventory/lab tests/lab/port_maintenance_io.yml -e pm_step=start > "$repo/.cache/pm-start.log"
 start=$SECONDS
 "${maint[@]}" -e nvmeof_port_maintenance_action=round -e "nvmeof_port_maintenance_hold=$hold" | tee "$repo/.cache/pm-round.log" \
   | sed -n '/Show the plan\|Show per host/,/^$/p'
 say "2. the round took $((SECONDS - start)) s (playbook wall time)"
-ansible-playbook -i inventory/lab tests/lab/port_maintenance_io.yml -e pm_step=stop | sed -n '/Show the sampler/,/^$/p'
+ansible-playbook -i inventory/lab tests/lab/port_maintenance_io.yml -e pm_step=stop | tee "$repo/.cache/pm-stop.log" | sed -n '/Show the sampler/,/^$/p'
 port2
 
 say "3. refusal: te2's path A down (eth1)"
