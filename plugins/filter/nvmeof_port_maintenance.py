@@ -44,8 +44,8 @@ def _phase(healths, phase):
 def nvmeof_port_maintenance_plan(port, action, hosts, hostvars, fact, record=None, force=False):
     try:
         before = _phase(_facts(hosts, hostvars, fact), "before")
-        return pm.maintenance_plan(port, action, before, record or None,
-                                   boolean(force, strict=False))
+        unread = [h for h in hosts or [] if h not in before]
+        return pm.maintenance_plan(port, action, before, record or None, boolean(force, strict=False), unread)
     except pm.MaintenanceError as exc:
         raise AnsibleFilterError(str(exc))
 

@@ -104,20 +104,28 @@ def through(path, port):
             and (path["trsvcid"] or None) == (port["trsvcid"] or None))
 
 
-def _describe(path):
+def _describe(path, short=False):
     ana = ", ".join("%s %s" % kv for kv in sorted(path["ana_states"].items()))
-    return "%s %s%s" % (path["label"], path["state"], (" (ANA %s)" % ana) if ana else "")
+    where = _where(path) if short else path["label"]
+    return "%s %s%s" % (where, path["state"], (" (ANA %s)" % ana) if ana else "")
 
 
-def plan(port, health_by_host, force=False):
+def _where(path):
+    return "%s %s:%s" % (path["transport"], path["traddr"], path["trsvcid"])
+
+
+def plan(port, health_by_host, force=False, unread=()):
     """What taking ``port`` out of service does to each host: {hosts: {host: [path through the port,
     usable before, with the other usable paths of its subsystem]}, refusals: [...], lines: [...]}.
 
     A host is affected when it has a usable path through the port to a subsystem linked there.
     Each such path needs another usable path of the same subsystem on that host; one without is
-    a refusal that names the host, the subsystem and the port (``force`` lets it pass, noted)."""
+    a refusal that names the host, the subsystem and the port (``force`` lets it pass, noted).
+    So is each host of ``unread`` (an initiator whose paths could not be read): whether it uses
+    the port is unknown."""
     hosts = {}
-    refusals = []
+    refusals = ["%s: its paths could not be read (unreachable, failed, or outside --limit), so whether it uses %s is "
+                "unknown" % (host, port["label"]) for host in sorted(unread)]
     lines = []
     for host in sorted(health_by_host):
         paths = host_paths(health_by_host[host])
@@ -129,11 +137,10 @@ def plan(port, health_by_host, force=False):
             affected.append({"nqn": path["nqn"], "label": path["label"], "controller": path["controller"],
                              "ana_states": path["ana_states"], "other_usable": [p["label"] for p in others]})
             if not others:
-                rest = [_describe(p) for p in paths if p["nqn"] == path["nqn"] and not through(p, port)]
+                rest = [_describe(p, short=True) for p in paths if p["nqn"] == path["nqn"] and not through(p, port)]
                 refusals.append(
-                    "%s: subsystem %s would be left with no usable path: its only usable path goes through %s "
-                    "(%s; its other paths: %s)" % (host, path["nqn"], port["label"], path["label"],
-                                                   "; ".join(rest) or "none configured"))
+                    "%s: subsystem %s would be left with no usable path: its only usable path goes through %s; "
+                    "its other paths: %s" % (host, path["nqn"], port["label"], ", ".join(rest) or "none configured"))
             else:
                 lines.append("%s: %s moves its I/O from %s to %s" % (
                     host, path["nqn"], path["label"], ", ".join(p["label"] for p in others)))
@@ -218,14 +225,14 @@ def usable_counts(health):
     return dict((nqn, "%d/%d" % c) for nqn, c in counts.items())
 
 
-def maintenance_plan(port, action, health_by_host, rec=None, force=False):
+def maintenance_plan(port, action, health_by_host, rec=None, force=False, unread=()):
     """Everything the playbook does, decided before anything changes: the hosts and their paths
     through the port, the refusals, the ANA groups for ``out`` and ``back``, and the record."""
     if action not in ACTIONS:
         raise MaintenanceError("unknown action %r: use one of %s" % (action, ", ".join(ACTIONS)))
     if rec:
         check_record(rec, port)
-    decided = plan(port, health_by_host, force)
+    decided = plan(port, health_by_host, force, unread)
     if rec:
         # The port is out already: the hosts to wait for are those the out step recorded.
         decided["hosts"] = rec.get("hosts") or {}

@@ -107,7 +107,17 @@ def test_the_last_usable_path_through_the_port_is_refused_naming_host_subsystem_
     [refusal] = decided["refusals"]
     assert refusal.startswith("te2: subsystem %s would be left with no usable path: its only usable path goes "
                               "through port 2 (tcp 10.99.1.1:4420 on te1)" % NQN)
-    assert ("tcp 10.99.0.1:4420 %s" % (other[0] or "missing")) in refusal
+    assert refusal.endswith("; its other paths: tcp 10.99.0.1:4420 %s" % (other[0] or "missing") + (
+        " (ANA nvme1n1 %s, nvme1n2 %s)" % (other[1], other[1]) if other[0] else ""))
+
+
+def test_an_initiator_whose_paths_were_not_read_is_refused_since_its_use_of_the_port_is_unknown(tmp_path):
+    hostvars = {"te2": {FACT: {"before": host(tmp_path)}}, "te3": {}}
+    decided = f.nvmeof_port_maintenance_plan(port2(), "out", ["te2", "te3"], hostvars, FACT)
+    assert decided["refusals"] == ["te3: its paths could not be read (unreachable, failed, or outside --limit), so "
+                                   "whether it uses port 2 (tcp 10.99.1.1:4420 on te1) is unknown"]
+    forced = f.nvmeof_port_maintenance_plan(port2(), "out", ["te2", "te3"], hostvars, FACT, None, True)
+    assert forced["refusals"] == [] and forced["lines"][-1].startswith("forced: te3: its paths could not be read")
 
 
 def test_force_lets_the_refusal_pass_and_says_so(tmp_path):
