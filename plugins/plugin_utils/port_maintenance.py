@@ -240,7 +240,14 @@ def maintenance_plan(port, action, health_by_host, rec=None, force=False, unread
                                    "to put back)" % port["label"])
     if action == "back":
         decided["refusals"] = []
-        back = groups_for("back", port, rec)
+        if not rec and port["ana_groups"] and all(g["state"] in USABLE_ANA for g in port["ana_groups"]):
+            # Back already (a second run): nothing recorded, nothing out of service.
+            decided["hosts"] = {}
+            decided["lines"] = ["%s is in service (no maintenance record, every ANA group %s): nothing to put back"
+                                % (port["label"], " or ".join(USABLE_ANA))]
+            back = [dict(g) for g in port["ana_groups"]]
+        else:
+            back = groups_for("back", port, rec)
     else:
         back = [dict(g) for g in (rec["ana_groups"] if rec else port["ana_groups"])]
     decided.update({

@@ -160,9 +160,18 @@ def test_back_puts_back_the_recorded_states_and_waits_for_the_recorded_paths(tmp
     assert decided["lines"][0].startswith("port 2 (tcp 10.99.1.1:4420 on te1) is out of service since an earlier run")
 
 
-def test_back_without_a_record_fails_saying_there_is_nothing_to_put_back(tmp_path):
+def test_back_without_a_record_on_a_port_in_service_changes_nothing(tmp_path):
+    decided = plan({"te2": host(tmp_path)}, action="back")
+    assert decided["back_groups"] == [{"grpid": 1, "state": "optimized"}, {"grpid": 2, "state": "non-optimized"}]
+    assert decided["hosts"] == {} and decided["refusals"] == []
+    assert decided["lines"] == ["port 2 (tcp 10.99.1.1:4420 on te1) is in service (no maintenance record, every ANA "
+                                "group optimized or non-optimized): nothing to put back"]
+
+
+def test_back_without_a_record_on_a_port_out_of_service_fails_saying_there_is_nothing_to_put_back(tmp_path):
+    out_now = port2(nvmet(ana2=(("inaccessible", 1), ("optimized", 2))))
     with pytest.raises(AnsibleFilterError, match="has no maintenance record"):
-        plan({"te2": host(tmp_path)}, action="back")
+        plan({"te2": host(tmp_path)}, action="back", port=out_now)
 
 
 def test_a_record_of_a_port_that_changed_since_is_refused(tmp_path):
