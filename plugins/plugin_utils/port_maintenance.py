@@ -143,7 +143,7 @@ def plan(port, health_by_host, force=False, unread=()):
                     "its other paths: %s" % (host, path["nqn"], port["label"], ", ".join(rest) or "none configured"))
             else:
                 lines.append("%s: %s moves its I/O from %s to %s" % (
-                    host, path["nqn"], path["label"], ", ".join(p["label"] for p in others)))
+                    host, path["nqn"], _where(path), ", ".join(_where(p) for p in others)))
         if affected:
             hosts[host] = affected
     if not hosts:
