@@ -71,30 +71,31 @@ def target_port(nvmet, pid, target):
     }
 
 
-def host_paths(health):
+def host_paths(health, unconfigured=False):
     """The one reader of nvme_health's result here: one flat dict per configured path, with
-    {nqn, label, transport, traddr, trsvcid, controller, state, ana_states, usable}."""
+    {nqn, label, transport, traddr, trsvcid, controller, state, ana_states, usable, configured}.
+    With ``unconfigured``, also the controllers no configured path accounts for (nvme_health's
+    other_controllers: another tool's connections), with configured False and no ANA states."""
     out = []
     if not isinstance(health, dict):
         return out
+
+    def flat(nqn, entry, configured):
+        transport = entry.get("transport")
+        where = {"transport": transport,
+                 "traddr": normalize_traddr(transport, entry.get("traddr")) if entry.get("traddr") else None,
+                 "trsvcid": str(entry["trsvcid"]) if entry.get("trsvcid") not in (None, "") else None}
+        return dict(where, nqn=nqn, label=entry.get("label") or "%s %s" % (nqn, _where(where)),
+                    controller=entry.get("controller"), state=entry.get("state"),
+                    ana_states=dict(entry.get("ana_states") or {}), usable=bool(entry.get("usable")),
+                    configured=configured)
+
     for sub in health.get("subsystems") or []:
-        if not isinstance(sub, dict):
-            continue
-        for path in sub.get("paths") or []:
-            if not isinstance(path, dict):
-                continue
-            transport = path.get("transport")
-            out.append({
-                "nqn": sub.get("nqn"),
-                "label": path.get("label"),
-                "transport": transport,
-                "traddr": normalize_traddr(transport, path.get("traddr")) if path.get("traddr") else None,
-                "trsvcid": str(path["trsvcid"]) if path.get("trsvcid") not in (None, "") else None,
-                "controller": path.get("controller"),
-                "state": path.get("state"),
-                "ana_states": dict(path.get("ana_states") or {}),
-                "usable": bool(path.get("usable")),
-            })
+        if isinstance(sub, dict):
+            out.extend(flat(sub.get("nqn"), path, True) for path in sub.get("paths") or [] if isinstance(path, dict))
+    if unconfigured:
+        out.extend(flat(ctrl.get("nqn"), ctrl, False) for ctrl in health.get("other_controllers") or []
+                   if isinstance(ctrl, dict))
     return out
 
 
@@ -128,7 +129,13 @@ def plan(port, health_by_host, force=False, unread=()):
                 "unknown" % (host, port["label"]) for host in sorted(unread)]
     lines = []
     for host in sorted(health_by_host):
-        paths = host_paths(health_by_host[host])
+        everything = host_paths(health_by_host[host], unconfigured=True)
+        refusals.extend(
+            "%s: %s holds %s through %s (%s), a connection the nvmeof_initiator role did not configure, so its other "
+            "paths are unknown" % (host, c["controller"], c["nqn"], port["label"], c["state"])
+            for c in everything if not c["configured"] and through(c, port) and c["nqn"] in port["subsystems"]
+            and c["state"] == "live")
+        paths = [p for p in everything if p["configured"]]
         affected = []
         for path in paths:
             if not through(path, port) or path["nqn"] not in port["subsystems"] or not path["usable"]:

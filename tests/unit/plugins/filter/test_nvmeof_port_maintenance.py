@@ -110,6 +110,22 @@ def test_the_last_usable_path_through_the_port_is_refused_naming_host_subsystem_
         " (ANA nvme1n1 %s, nvme1n2 %s)" % (other[1], other[1]) if other[0] else ""))
 
 
+def test_a_live_controller_through_the_port_that_no_configured_path_accounts_for_is_refused(tmp_path):
+    # te2 configured only path A; controller 2 (path B, through port 2) is another tool's.
+    result = host(tmp_path, paths=(PATH_A,))
+    assert result["other_controllers"][0]["controller"] == "nvme2"
+    decided = plan({"te2": result})
+    assert decided["refusals"] == [
+        "te2: nvme2 holds %s through port 2 (tcp 10.99.1.1:4420 on te1) (live), a connection the nvmeof_initiator "
+        "role did not configure, so its other paths are unknown" % NQN]
+    assert decided["hosts"] == {}
+    # Another tool's controller through port 1 is no refusal for port 2, and no other path either:
+    # the configured path B through port 2 has none the role configured.
+    [refusal] = plan({"te2": host(tmp_path / "b", paths=(PATH_B,))})["refusals"]
+    assert refusal.endswith("its only usable path goes through port 2 (tcp 10.99.1.1:4420 on te1); its other paths: "
+                            "none configured")
+
+
 def test_an_initiator_whose_paths_were_not_read_is_refused_since_its_use_of_the_port_is_unknown(tmp_path):
     hostvars = {"te2": {FACT: {"before": host(tmp_path)}}, "te3": {}}
     decided = f.nvmeof_port_maintenance_plan(port2(), "out", ["te2", "te3"], hostvars, FACT)
