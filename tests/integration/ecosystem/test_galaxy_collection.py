@@ -86,7 +86,8 @@ def test_installed_collection_lists_its_modules(installed):
     assert sorted(k[len("aiinfra.fabric."):] for k in listed) == modules()
 
 
-@pytest.mark.parametrize("playbook", ["awx_setup", "nvmeof_rdma", "nvmeof_tcp", "fabric_health", "mpi_bench"])
+@pytest.mark.parametrize("playbook", ["awx_setup", "nvmeof_rdma", "nvmeof_tcp", "fabric_health", "nvmeof_port_maintenance",
+                                      "mpi_bench"])
 def test_installed_playbook_runs_from_the_collection(installed, playbook, tmp_path):
     """A playbook of the installed collection is found by its FQCN (as AWX and users call it),
     from a folder outside the repository, with the example inventory the tarball carries."""

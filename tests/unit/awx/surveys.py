@@ -18,7 +18,8 @@ PLAYBOOKS_DIR = os.path.join(TOP, "playbooks")
 COLLECTION = "aiinfra.fabric."
 
 # The playbooks users run; each gets a job template.
-MAIN_PLAYBOOKS = ["nvmeof_rdma", "nvmeof_tcp", "nvmeof_teardown", "nccl_bench", "mpi_bench", "fabric_report", "fabric_health"]
+MAIN_PLAYBOOKS = ["nvmeof_rdma", "nvmeof_tcp", "nvmeof_teardown", "nccl_bench", "mpi_bench", "fabric_report", "fabric_health",
+                  "nvmeof_port_maintenance"]
 
 # AWX survey question types (awx/main/models/mixins.py, SurveyJobTemplateMixin).
 SURVEY_TYPES = {"text", "textarea", "password", "integer", "float", "multiplechoice", "multiselect"}
