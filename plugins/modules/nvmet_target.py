@@ -463,13 +463,13 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.backing impor
     reopened_by,
     replaced_files,
 )
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.planner import plan_removal
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import read_saved, save_to_file
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.target import (
     PURGE_CHOICES,
     changed_keys,
     drop_unset,
     load_document,
-    plan_removal,
     read_and_plan,
     secrets_of,
     transport_modules,
@@ -612,7 +612,7 @@ def remove_and_exit(module, tree, p):
     try:
         check_configfs(tree)
         state = tree.read()
-        ops = plan_removal(tree, state, want["subsystems"], want["ports"], want["hosts"], p["force"])
+        ops = plan_removal(state, tree.connections(state), want["subsystems"], want["ports"], want["hosts"], p["force"])
         saved = ""
         mode_before = save_file_mode(p["save_file"])
         if p["save_file"]:
