@@ -379,7 +379,7 @@ INSTALL_PLAYBOOK = """
 
 def test_restorer_runs_standalone_as_the_role_installs_it(root, tmp_path):
     """The role installs the restorer as one file (roles/nvmeof_target/tasks/restorer.yml, one host_config task,
-    the template carrying the nvmet package). Install it with Ansible on localhost, then
+    the template carrying nvmet/restore.py and what it imports). Install it with Ansible on localhost, then
     run it with an isolated interpreter (-I -S: no PYTHONPATH, no site-packages, so no
     Ansible) to prove it needs only the standard library and that file; installing
     again changes nothing."""
