@@ -16,20 +16,14 @@ from ansible_collections.aiinfra.fabric.plugins.modules import nvmet_host, nvmet
 from module_harness import run_main  # tests/unit/plugins/modules/module_harness.py
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "module_utils"))
-from nvmet_fake import HOST, SUB, EmulatedTree, make_key  # noqa: E402
+from nvmet_fake import HOST, SUB, EmulatedTree, empty_target, make_key  # noqa: E402
 
 KEY = make_key()
 
 
 @pytest.fixture
 def root(tmp_path):
-    for d in ("subsystems", "ports", "hosts"):
-        os.makedirs(str(tmp_path / "nvmet" / d))
-    for mod in ("nvmet", "nvmet_tcp"):
-        os.makedirs(str(tmp_path / "sys" / "module" / mod))
-    (tmp_path / "proc" / "net").mkdir(parents=True)
-    (tmp_path / "proc" / "net" / "tcp").write_text("  sl  local_address rem_address   st\n")  # no connection
-    return str(tmp_path)
+    return empty_target(str(tmp_path))
 
 
 def run(monkeypatch, module, root, args, check=False, diff=True, refuse=None):
