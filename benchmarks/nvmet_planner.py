@@ -49,7 +49,16 @@ def load_api(collection_dir):
     try:
         savefile = importlib.import_module(base + ".nvmet.savefile")
         model = importlib.import_module(base + ".nvmet.model")
-        return {"ConfigfsTree": model.ConfigfsTree, "plan_document": savefile.plan_document,
+        if hasattr(savefile, "plan_document"):
+            plan_document = savefile.plan_document
+        else:
+            # Since issue 36 a document is planned in one place, nvmet_target's (purge
+            # listed: what savefile.plan_document planned, each listed object as declared).
+            target = importlib.import_module(base + ".nvmet.target")
+
+            def plan_document(tree, state, doc):
+                return target.plan_target(tree, state, doc, purge="listed")
+        return {"ConfigfsTree": model.ConfigfsTree, "plan_document": plan_document,
                 "to_savefile": savefile.to_savefile, "layout": "nvmet/ package"}
     except ImportError:
         single = importlib.import_module(base + ".nvmet")

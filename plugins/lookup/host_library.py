@@ -12,8 +12,10 @@ description:
   - Returns the source of the named packages or modules of the collection's C(plugins/module_utils/) and of
     everything they import from it, transitively, with the C(__init__.py) of each package on the way - what a
     program that runs on a host outside Ansible needs beside it. The nvmeof_target role's boot-time restorer
-    carries the C(nvmet) package this way, the nvme_tls role's boot-time key loader the C(tls) package.
-  - A package (C(nvmet)) stands for all of its modules; a module is named with dots (C(nvme.capabilities)).
+    carries C(nvmet.restore) this way, the nvme_tls role's boot-time key loader the C(tls) package.
+  - A package named here (C(tls)) stands for all of its modules; a module is named with dots
+    (C(nvme.capabilities)). A package that an import names (C(from ...nvmet import backing)) brings its
+    C(__init__.py) and the modules imported from it, not the rest of the package.
   - Only the collection's own imports are followed; those modules are standard library only.
 options:
   _terms:
@@ -80,9 +82,13 @@ def _name_of(path):
     return ".".join(rel[:-1] if rel[-1] == "__init__" else rel)
 
 
-def _files_of(name):
-    """The files ``name`` stands for (a package: all its modules, below too), or None."""
+def _files_of(name, whole=True):
+    """The files ``name`` stands for, or None: a module's file; a package's modules, below
+    too (``whole``: a name the caller asked for), or its ``__init__.py`` alone (an import:
+    ``from <package> import <module>`` needs the package and that module, not the rest)."""
     package = _package_dir(name)
+    if package and not whole:
+        return [os.path.join(package, "__init__.py")]
     if package:
         found = []
         for dirpath, dirnames, filenames in os.walk(package):
@@ -119,18 +125,21 @@ def _imports(source, path):
 
 
 def library(names):
-    """{path: source} of ``names`` and their imports; raises ValueError for a name not found."""
-    sources, todo = {}, list(names)
+    """{path: source} of ``names`` and their imports; raises ValueError for a name not found.
+
+    A package named here stands for all its modules; a package an import names, for its
+    ``__init__.py`` (the modules imported from it are followed one by one)."""
+    sources, todo = {}, [(name, True) for name in names]
     while todo:
-        name = todo.pop(0)
-        files = _files_of(name)
+        name, whole = todo.pop(0)
+        files = _files_of(name, whole)
         if files is None:
             raise ValueError("%r is neither a package nor a module of the collection's plugins/module_utils" % name)
         for path in files + _parents(name):
             if path in sources:
                 continue
             sources[path] = read_text(path)
-            todo.extend(_imports(sources[path], path))
+            todo.extend((imported, False) for imported in _imports(sources[path], path))
     return sources
 
 

@@ -453,7 +453,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.atomic_write import file_mode, mode_text
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.applier import apply_plan, simulate
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.applier import simulate
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import NvmetError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.document import DocumentError, validate_document
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.model import ConfigfsTree
@@ -463,13 +463,14 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.backing impor
     reopened_by,
     replaced_files,
 )
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.planner import plan_removal
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.result import apply_or_fail, exit_with_plan
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import read_saved, save_to_file
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.target import (
     PURGE_CHOICES,
     changed_keys,
     drop_unset,
     load_document,
-    plan_removal,
     read_and_plan,
     secrets_of,
     transport_modules,
@@ -554,18 +555,11 @@ def main():
 
 
 def apply_ops(module, tree, state, ops, saved=None):
-    """Apply the plan unless in check mode; the target after it (re-read where it changed,
-    simulated in check mode). A kernel refusal part way fails with what was applied, and
-    with what happened to the save file when it was written first (``saved``)."""
-    if not ops or module.check_mode:
-        return simulate(state, ops)
-    try:
-        apply_plan(tree, ops)
-    except NvmetError as exc:
-        extra = {} if saved is None else dict(save_file=saved)
-        module.fail_json(msg=exc.msg, changed=bool(exc.applied) or saved in SAVE_FILE_CHANGED,
-                         operations=exc.applied, planned=[op.text() for op in ops], **extra)
-    return tree.reread_changed(state, ops)
+    """Apply the plan unless in check mode (nvmet/result.py, the modules' one path); the target
+    after it. A kernel refusal part way fails with what was applied, and with what happened
+    to the save file when it was written first (``saved``)."""
+    extra = {} if saved is None else dict(save_file=saved)
+    return apply_or_fail(module, tree, state, ops, changed=saved in SAVE_FILE_CHANGED, extra=extra)
 
 
 def save_file_mode(path, saved=None):
@@ -579,13 +573,16 @@ def save_file_mode(path, saved=None):
 
 
 def exit_with(module, state, after, ops, saved, keys, modes=(None, None)):
-    result = dict(changed=bool(ops) or saved in SAVE_FILE_CHANGED, operations=[op.text() for op in ops],
-                  changed_keys=keys, target=target_view(after), save_file=saved, save_file_mode=modes[1])
-    if module._diff:
-        result["diff"] = dict(before=target_view(state), after=dict(result["target"]))
+    target = target_view(after)
+
+    def diff():
+        before, after_view = target_view(state), dict(target)
         if saved:
-            result["diff"]["before"]["save_file_mode"], result["diff"]["after"]["save_file_mode"] = modes
-    module.exit_json(**result)
+            before["save_file_mode"], after_view["save_file_mode"] = modes
+        return before, after_view
+
+    exit_with_plan(module, ops, "target", target, diff, changed=saved in SAVE_FILE_CHANGED,
+                   extra=dict(changed_keys=keys, save_file=saved, save_file_mode=modes[1]))
 
 
 def load_kernel_modules(module, tree, doc, check_paths):
@@ -612,7 +609,7 @@ def remove_and_exit(module, tree, p):
     try:
         check_configfs(tree)
         state = tree.read()
-        ops = plan_removal(tree, state, want["subsystems"], want["ports"], want["hosts"], p["force"])
+        ops = plan_removal(state, tree.connections(state), want["subsystems"], want["ports"], want["hosts"], p["force"])
         saved = ""
         mode_before = save_file_mode(p["save_file"])
         if p["save_file"]:

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: aiinfra.fabric contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The boot restore: best effort, never half up, never silent (standard library only).
+"""The boot restore, and the clear at shutdown: best effort, never half up, never silent
+(standard library only).
 
 At boot one bad object must not keep everything else down, and nothing may be dropped
 without a word. :func:`restore_best_effort` loads the kernel modules the file needs,
@@ -13,6 +14,7 @@ that failed part way is not linked to any port, so it is never exported half mad
 Content of the file this restorer does not apply at all (passthru, reservations
 and unknown keys) is listed as not restored. nvmetcli's top-level attribute group
 ``discovery`` ({"nqn": ...}, the target's discovery NQN) is restored last.
+:func:`clear_document` is the unit's stop: it takes down what the file lists.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import backin
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.applier import apply_plan, simulate
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import DISCOVERY_NQN, TRANSPORT_MODULES, NvmetError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.discovery import plan_discovery_nqn, validate_discovery_nqn
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.planner import plan_host, plan_port, plan_subsystem
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.model import ConfigfsTree
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.planner import plan_host, plan_port, plan_removal, plan_subsystem
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import from_savefile, refuse_masked_host, saved_device_path
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate import (
     module_loaded,
@@ -266,3 +269,26 @@ def restore_best_effort(doc, tree, load_module=None, check=False, force=False, a
 
     status = "partial" if run.skipped or not_restored else "complete"
     return {"status": status, "applied": run.applied, "skipped": run.skipped, "not_restored": not_restored}
+
+
+def clear_document(doc, root="/sys/kernel/config", check=False, tree=None):
+    """Remove what an nvmetcli save-file document lists: ports, then subsystems, then hosts.
+
+    The boot unit's stop action: it runs at shutdown while the network is still up, so
+    no initiator write is acknowledged after the final sync of the backing files'
+    file system (an acknowledged write into a sparse file is only durable once the
+    file system commits it). Connected hosts do not stop it (they reconnect when the
+    target is back). Objects the document does not list are left alone. Returns the
+    operation texts; [] when nvmet is not loaded.
+    """
+    tree = tree or ConfigfsTree(root)
+    if not os.path.isdir(tree.nvmet):
+        return []
+    state = tree.read()
+    specs = from_savefile(doc)
+    ops = plan_removal(state, tree.connections(state), subsystems=[raw["nqn"] for raw in specs["subsystems"]],
+                       ports=[raw["port_id"] for raw in specs["ports"]],
+                       hosts=[raw["hostnqn"] for raw in specs["hosts"]], force=True, ports_first=True)
+    if check:
+        return [op.text() for op in ops]
+    return apply_plan(tree, ops)

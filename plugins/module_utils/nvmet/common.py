@@ -3,9 +3,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Constants, the error type and the single-operation value every part of the nvmet package shares.
 
-Standard library only, like the whole package except result.py: the target role ships
-the package to hosts as the boot-time restorer (see restore.py), with the one table of
-transports (module_utils/transports.py) it reads.
+Standard library only, like the whole package (result.py works on an AnsibleModule it is
+given): the target role ships restore.py and what it imports, this file included, to
+hosts as the boot-time restorer, with the one table of transports
+(module_utils/transports.py) it reads.
 """
 
 from __future__ import annotations

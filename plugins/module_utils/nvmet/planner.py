@@ -4,13 +4,16 @@
 """Pure planners: current state + normalized spec -> ordered list of Op.
 
 They read nothing from the host; live connections come in as ``conns``
-(ConfigfsTree.connections).
+(ConfigfsTree.connections). ``plan_host``, ``plan_subsystem`` and ``plan_port`` plan one
+object each; every plan of several objects (a whole document, target.py; a removal; the
+boot restore's object by object) is made of them, in order, by :func:`plan_in_order`.
 """
 
 from __future__ import annotations
 
 import ipaddress
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.applier import simulate
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.canonical import ANA_ACCESSIBLE, effective_inline_data_size
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import (
     HOST_KEY_FIELDS,
@@ -392,3 +395,35 @@ def _plan_ana_groups(state, spec, cur, rel, force):
         if wanted[grp] is not None and wanted[grp] != have:
             ops.append(Op("write", "%s/ana_groups/%d/ana_state" % (rel, grp), wanted[grp]))
     return ops
+
+
+# --------------------------------------------------------------------------- several objects
+
+
+def plan_in_order(state, steps):
+    """Plan each step (state -> ops) against the state the steps before it leave: a later
+    object's plan sees what an earlier one creates or removes."""
+    ops = []
+    for step in steps:
+        part = step(state)
+        ops.extend(part)
+        state = simulate(state, part)
+    return ops
+
+
+def plan_removal(state, conns, subsystems=(), ports=(), hosts=(), force=False, ports_first=False):
+    """Plan removing exactly these objects, with the per-object guards (live connections
+    need force; a host that a kept subsystem still allows is refused unless force).
+    Objects configfs does not have are skipped.
+
+    Subsystems (their namespaces, allowed-host links and port links), then ports, then
+    hosts (nvmet_target's ``remove``); ``ports_first``: ports, then subsystems, then hosts
+    (the boot unit's stop, ``nvmet-restore clear``).
+    """
+    subs = [lambda st, nqn=nqn: plan_subsystem(st, {"nqn": nqn, "state": "absent"}, conns, force)
+            for nqn in subsystems or []]
+    prts = [lambda st, pid=pid: plan_port(st, {"port_id": int(pid), "state": "absent"}, conns, force)
+            for pid in ports or []]
+    hsts = [lambda st, nqn=nqn: plan_host(st, {"hostnqn": nqn, "state": "absent"}, conns, force)
+            for nqn in hosts or []]
+    return plan_in_order(state, (prts + subs if ports_first else subs + prts) + hsts)

@@ -3,10 +3,11 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Command-line entry of the boot-time restorer (standard library only).
 
-The nvmeof_target role copies this package to the target under
-<libexec>/lib/ansible_collections/aiinfra/fabric/plugins/module_utils/nvmet/ and a small
-entry script (roles/nvmeof_target/files/nvmet-restore) puts <libexec>/lib on sys.path
-and calls :func:`main`:
+The nvmeof_target role installs this module and what it imports from the collection,
+transitively, as one file (roles/nvmeof_target/templates/nvmet-restore.j2, through the
+host_library lookup) that calls :func:`main`. What this file imports is what the target
+carries: nothing here may import the controller's modules (topology, record, snapshot,
+tls_keys) or the nvmet_target module's (document, target).
 
     python3 nvmet-restore restore /etc/nvmet/config.json          # apply the file
     python3 nvmet-restore restore --check /etc/nvmet/config.json  # print the plan only
@@ -28,10 +29,10 @@ import os
 import sys
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.atomic_write import write_atomically
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.bootrestore import restore_best_effort
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.bootrestore import clear_document, restore_best_effort
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import NvmetError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.model import ConfigfsTree
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import clear_document, save_to_file, to_savefile
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import save_to_file, to_savefile
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate import check_configfs
 
 

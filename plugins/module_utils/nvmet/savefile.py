@@ -1,8 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: aiinfra.fabric contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""nvmetcli's save-file format (to/from the state dicts), whole-document plan, restore
-and clear, and writing the save file.
+"""nvmetcli's save-file format (to/from the state dicts) and the save file itself (standard
+library only).
+
+What the target runs, at boot (restore.py) and in the modules: the schema both ways, and
+writing, reading and comparing the file. Planning a document is target.py's (the nvmet_target
+module's), restoring and clearing one at boot is bootrestore.py's.
 """
 
 from __future__ import annotations
@@ -15,7 +19,6 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import backin
 from ansible_collections.aiinfra.fabric.plugins.module_utils.atomic_write import (
     SECRET_MODE, file_mode, fsync_dir, write_atomically,
 )
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.applier import apply_plan, simulate
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import (
     HOST_FIELDS,
     HOST_KEY_FIELDS,
@@ -25,14 +28,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import
     NvmetError,
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.discovery import REFERRAL_FIELDS
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.model import ConfigfsTree
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.planner import plan_host, plan_port, plan_subsystem
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate import (
-    check_configfs,
-    normalize_host,
-    normalize_port,
-    normalize_subsystem,
-)
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate import check_configfs
 
 
 def to_savefile(state, mask_keys=True, files=None):
@@ -197,17 +193,7 @@ def from_savefile(doc):
     return {"hosts": hosts, "subsystems": subsystems, "ports": ports}
 
 
-# --------------------------------------------------------------------------- whole-document restore
-
-
-def _plan_steps(state, steps):
-    """Plan each step (state -> ops) against the state the steps before it leave."""
-    ops = []
-    for step in steps:
-        part = step(state)
-        ops.extend(part)
-        state = simulate(state, part)
-    return ops
+# --------------------------------------------------------------------------- masked keys
 
 
 def refuse_masked_host(state, spec):
@@ -224,72 +210,6 @@ def refuse_masked_host(state, spec):
     return ("the save file has its %s masked (%s, as nvmet_info and `save` without --keys show keys); restoring "
             "it would admit the host without authentication. Restore from the file the nvmeof_target role writes "
             "(keys in clear, mode 0600) or set the key with aiinfra.fabric.nvmet_host" % (" and ".join(masked), MASK))
-
-
-def _refuse_masked(state, spec):
-    why = refuse_masked_host(state, spec)
-    if why:
-        raise NvmetError("host %s: %s" % (spec.get("hostnqn"), why))
-    return spec
-
-
-def plan_document(tree, state, doc, force=False, allow_reconfigure=False, check_paths=True, conns=None):
-    """Plan a whole nvmetcli save-file document: hosts, then subsystems, then ports.
-
-    ``conns``: the live connections when the caller read them already (None: read here).
-    """
-    specs = from_savefile(doc)
-    if conns is None:
-        conns = tree.connections(state)
-    return _plan_steps(state, (
-        [lambda st, raw=raw: plan_host(st, normalize_host(_refuse_masked(st, raw)), conns, force)
-         for raw in specs["hosts"]]
-        + [lambda st, raw=raw: plan_subsystem(st, normalize_subsystem(raw, check_paths), conns, force)
-           for raw in specs["subsystems"]]
-        + [lambda st, raw=raw: plan_port(st, normalize_port(raw, tree.sysfs_root), conns, force, allow_reconfigure)
-           for raw in specs["ports"]]))
-
-
-def restore_document(doc, root="/sys/kernel/config", check=False, force=False, allow_reconfigure=False,
-                     tree=None):
-    """Make configfs match an nvmetcli save-file document; return the operation texts.
-
-    Validates everything first, then applies (unless check). Raises NvmetError.
-    """
-    tree = tree or ConfigfsTree(root)
-    check_configfs(tree)
-    ops = plan_document(tree, tree.read(), doc, force=force, allow_reconfigure=allow_reconfigure)
-    if check:
-        return [op.text() for op in ops]
-    return apply_plan(tree, ops)
-
-
-def clear_document(doc, root="/sys/kernel/config", check=False, tree=None):
-    """Remove what an nvmetcli save-file document lists: ports, then subsystems, then hosts.
-
-    The boot unit's stop action: it runs at shutdown while the network is still up, so
-    no initiator write is acknowledged after the final sync of the backing files'
-    file system (an acknowledged write into a sparse file is only durable once the
-    file system commits it). Connected hosts do not stop it (they reconnect when the
-    target is back). Objects the document does not list are left alone. Returns the
-    operation texts; [] when nvmet is not loaded.
-    """
-    tree = tree or ConfigfsTree(root)
-    if not os.path.isdir(tree.nvmet):
-        return []
-    state = tree.read()
-    conns = tree.connections(state)
-    specs = from_savefile(doc)
-    ops = _plan_steps(state, (
-        [lambda st, pid=raw["port_id"]: plan_port(st, {"port_id": pid, "state": "absent"}, conns, force=True)
-         for raw in specs["ports"]]
-        + [lambda st, nqn=raw["nqn"]: plan_subsystem(st, {"nqn": nqn, "state": "absent"}, conns, force=True)
-           for raw in specs["subsystems"]]
-        + [lambda st, nqn=raw["hostnqn"]: plan_host(st, {"hostnqn": nqn, "state": "absent"}, conns, force=True)
-           for raw in specs["hosts"]]))
-    if check:
-        return [op.text() for op in ops]
-    return apply_plan(tree, ops)
 
 
 def document_without(doc, subsystems=(), ports=(), hosts=()):

@@ -4,9 +4,10 @@
 """A whole desired target in one plan (standard library only): the nvmet_target module's domain.
 
 The document (nvmetcli's save-file schema) is validated whole (document.py), then
-planned by the package's one planner: :func:`savefile.plan_document`, the same entry the
-boot restorer's ``restore_document`` uses, plans what the document lists; this file only
-adds what ``purge`` says about what the document does not list:
+planned with the per-object planners (planner.py) the other nvmet modules and the boot
+restorer use: what the document lists, each object as declared, plus what ``purge`` says
+about what the document does not list. :func:`read_and_plan` is the one entry point for a
+document (the nvmet_target module, and the role's no-change check through snapshot.py):
 
 * ``none``   (default) nothing the document does not declare is removed: a listed
              subsystem keeps namespaces and allowed hosts the document does not name,
@@ -41,14 +42,24 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.discovery import plan_discovery_nqn
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.document import DocumentError, validate_document
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.planner import plan_host, plan_port, plan_subsystem
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.planner import (
+    plan_host,
+    plan_in_order,
+    plan_port,
+    plan_subsystem,
+)
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import (
     from_savefile,
-    plan_document,
+    refuse_masked_host,
     saved_device_path,
     to_savefile,
 )
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate import check_configfs, normalize_port
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate import (
+    check_configfs,
+    normalize_host,
+    normalize_port,
+    normalize_subsystem,
+)
 
 PURGE_CHOICES = ("none", "listed", "all")
 
@@ -147,6 +158,26 @@ def _keep_port_links(doc, state):
     return doc
 
 
+def _refuse_masked(state, spec):
+    why = refuse_masked_host(state, spec)
+    if why:
+        raise NvmetError("host %s: %s" % (spec.get("hostnqn"), why))
+    return spec
+
+
+def _plan_listed(tree, state, doc, conns, force=False, allow_reconfigure=False):
+    """What the document lists, each object made as declared: hosts, then subsystems, then
+    ports (the paths were checked with the document, by :func:`check_document`)."""
+    specs = from_savefile(doc)
+    return plan_in_order(state, (
+        [lambda st, raw=raw: plan_host(st, normalize_host(_refuse_masked(st, raw)), conns, force)
+         for raw in specs["hosts"]]
+        + [lambda st, raw=raw: plan_subsystem(st, normalize_subsystem(raw, False), conns, force)
+           for raw in specs["subsystems"]]
+        + [lambda st, raw=raw: plan_port(st, normalize_port(raw, tree.sysfs_root), conns, force, allow_reconfigure)
+           for raw in specs["ports"]]))
+
+
 def plan_target(tree, state, doc, purge="none", force=False, allow_reconfigure=False, keep_port_links=False):
     """Plan the whole document (already checked by :func:`check_document`) against state.
 
@@ -180,12 +211,10 @@ def plan_target(tree, state, doc, purge="none", force=False, allow_reconfigure=F
     # links its subsystem, so no host meets it empty), then the ports: the same order
     # as the restorer's one pass.
     # One read of the live connections for the whole plan (each read runs `rdma res show`).
-    st = step(plan_document(tree, st, dict(planned, ports=[]), force=force, allow_reconfigure=allow_reconfigure,
-                            check_paths=False, conns=conns))
+    st = step(_plan_listed(tree, st, dict(planned, ports=[]), conns, force, allow_reconfigure))
     for entry in doc.get("subsystems") or []:
         st = step(plan_passthru(st, entry, conns, force))
-    st = step(plan_document(tree, st, {"ports": planned.get("ports") or []}, force=force,
-                            allow_reconfigure=allow_reconfigure, check_paths=False, conns=conns))
+    st = step(_plan_listed(tree, st, {"ports": planned.get("ports") or []}, conns, force, allow_reconfigure))
     if purge in ("listed", "all"):
         for entry, raw in zip(doc.get("ports") or [], from_savefile(doc)["ports"]):
             spec = dict(normalize_port(raw, None), purge_ana_groups=True, purge_referrals="referrals" in entry)
@@ -208,24 +237,6 @@ def read_and_plan(tree, doc, purge="none", force=False, allow_reconfigure=False,
     state = tree.read()
     check_document(doc, state, purge, tree.sysfs_root, check_paths)
     return state, plan_target(tree, state, doc, purge, force, allow_reconfigure, keep_port_links=keep_port_links)
-
-
-def plan_removal(tree, state, subsystems=(), ports=(), hosts=(), force=False):
-    """Plan removing exactly these objects: subsystems (their namespaces, allowed-host
-    links and port links), then ports, then host entries, with the guards of the
-    per-object modules (live connections need force; a host that a kept subsystem still
-    allows is refused unless force). Objects configfs does not have are skipped."""
-    conns = tree.connections(state)
-    steps = [(plan_subsystem, {"nqn": nqn, "state": "absent"}) for nqn in subsystems or []]
-    steps += [(plan_port, {"port_id": int(pid), "state": "absent"}) for pid in ports or []]
-    steps += [(plan_host, {"hostnqn": nqn, "state": "absent"}) for nqn in hosts or []]
-    ops = []
-    st = state
-    for plan, spec in steps:
-        part = plan(st, spec, conns, force)
-        ops.extend(part)
-        st = simulate(st, part)
-    return ops
 
 
 def transport_modules(doc):

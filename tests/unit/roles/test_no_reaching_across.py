@@ -59,15 +59,39 @@ def names(entries):
     return [e["name"] for e in entries]
 
 
-def test_host_library_gives_the_restorer_the_nvmet_package_and_its_imports():
-    entries = HostLibrary().run(["nvmet"])
-    nvmet = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(TOP, "plugins", "module_utils", "nvmet", "*.py")))
-    assert names(entries) == sorted(["atomic_write", "transports", "nvmet"]
-                                    + ["nvmet." + n for n in nvmet if n != "__init__"])
+# What the boot restorer runs (nvmet/restore.py and its imports, transitively); the controller's
+# topology, record, snapshot and key handling and the nvmet_target module's document planning
+# (document, target) and apply-and-exit (result) stay out.
+RESTORER = ["atomic_write", "nvmet", "nvmet.applier", "nvmet.backing", "nvmet.bootrestore", "nvmet.canonical",
+            "nvmet.common", "nvmet.discovery", "nvmet.model", "nvmet.planner", "nvmet.restore", "nvmet.savefile",
+            "nvmet.validate", "transports"]
+NOT_ON_THE_TARGET_AT_BOOT = ["nvmet.document", "nvmet.record", "nvmet.result", "nvmet.snapshot", "nvmet.target",
+                             "nvmet.tls_keys", "nvmet.topology"]
+
+
+def test_host_library_gives_the_restorer_restore_and_what_it_imports_only():
+    entries = HostLibrary().run(["nvmet.restore"])
+    assert names(entries) == RESTORER
     by_name = dict((e["name"], e) for e in entries)
     assert by_name["nvmet"]["path"] == "nvmet/__init__.py" and by_name["transports"]["path"] == "transports.py"
     with open(os.path.join(TOP, "plugins", "module_utils", "nvmet", "common.py")) as handle:
         assert by_name["nvmet.common"]["source"] == handle.read()
+    # Every module of the package is one or the other: a new one is placed on purpose.
+    nvmet = sorted("nvmet." + os.path.basename(p)[:-3]
+                   for p in glob.glob(os.path.join(TOP, "plugins", "module_utils", "nvmet", "*.py"))
+                   if not p.endswith("__init__.py"))
+    assert sorted(n for n in RESTORER + NOT_ON_THE_TARGET_AT_BOOT if n.startswith("nvmet.")) == nvmet
+
+
+def test_host_library_takes_a_named_package_whole_and_an_imported_one_by_its_modules():
+    whole = names(HostLibrary().run(["nvmet"]))
+    assert set(RESTORER + NOT_ON_THE_TARGET_AT_BOOT) <= set(whole)
+    # savefile.py has "from ...nvmet import backing": the package's __init__ and backing, not all of nvmet.
+    assert "nvmet.backing" in names(HostLibrary().run(["nvmet.savefile"]))
+    assert not set(NOT_ON_THE_TARGET_AT_BOOT) & set(names(HostLibrary().run(["nvmet.savefile"])))
+    # tls/load.py has "from ...tls import tlshd": the healer carries tlshd, not tls.converge (no import of it).
+    heal = names(HostLibrary().run(["nvme.heal"]))
+    assert "tls.tlshd" in heal and "tls" in heal and "tls.converge" not in heal
 
 
 def test_host_library_gives_the_tls_loader_the_tls_package_and_what_it_imports():
@@ -86,7 +110,7 @@ def test_the_built_collection_carries_what_the_lookups_serve():
     with open(os.path.join(TOP, "galaxy.yml")) as handle:
         ignore = yaml.safe_load(handle)["build_ignore"]
     served = ["files/" + n for n in os.listdir(os.path.join(TOP, "files"))]
-    served += ["plugins/module_utils/" + e["path"] for e in HostLibrary().run(["nvmet", "tls"])]
+    served += ["plugins/module_utils/" + e["path"] for e in HostLibrary().run(["nvmet.restore", "tls", "nvme.heal"])]
     served += ["plugins/lookup/shared_file.py", "plugins/lookup/host_library.py", "plugins/plugin_utils/collection_files.py"]
     dropped = [f for f in served for pattern in ignore
                if fnmatch.fnmatch(f, pattern) or any(fnmatch.fnmatch(part, pattern) for part in f.split("/"))]

@@ -53,6 +53,17 @@ def write(path, value):
         f.write(value + "\n")
 
 
+def empty_target(root, modules=("nvmet", "nvmet_tcp")):
+    """An empty nvmet tree under ``root``: its three folders, the kernel modules loaded
+    (<root>/sys/module), and no TCP connection (<root>/proc/net/tcp, header only)."""
+    for name in ("subsystems", "ports", "hosts"):
+        os.makedirs(os.path.join(root, "nvmet", name), exist_ok=True)
+    for mod in modules:
+        os.makedirs(os.path.join(root, "sys", "module", mod), exist_ok=True)
+    write(os.path.join(root, "proc", "net", "tcp"), "  sl  local_address rem_address   st")
+    return root
+
+
 def fake_subsystem(root, nqn, allow_any="0", serial="7261cd9a61165179a56a"):
     base = os.path.join(root, "nvmet", "subsystems", nqn)
     for name, value in (("allow_any_host", allow_any), ("cntlid_max", "65519"), ("cntlid_min", "1"),

@@ -15,12 +15,13 @@ import os
 
 import pytest
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import applier, restore, savefile
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import applier, bootrestore, restore
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.applier import apply_plan, simulate
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import NvmetError, Op
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.model import ConfigfsTree
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.planner import plan_host, plan_port, plan_subsystem
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import from_savefile, to_savefile
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.target import plan_target, read_and_plan
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate import (
     normalize_host,
     normalize_port,
@@ -42,6 +43,15 @@ from nvmet_fake import (  # tests/unit/plugins/module_utils/nvmet_fake.py
     make_key,
     write,
 )
+
+
+def apply_document(doc, tree, check=False):
+    """A document made exact on the tree the way the nvmet_target module makes it (purge
+    listed: each listed object as declared, the rest left alone): the operation texts."""
+    ops = read_and_plan(tree, doc, purge="listed")[1]
+    if check:
+        return [op.text() for op in ops]
+    return apply_plan(tree, ops)
 
 
 def empty_state():
@@ -235,10 +245,10 @@ def test_savefile_masks_keys_and_round_trips(root):
     assert masked["subsystems"][0]["namespaces"][0]["device"]["path"] == "/var/lib/nvmet-lab/disk1.img"
     assert masked["ports"][0]["addr"]["trtype"] == "tcp"
     # A masked document restores onto the same state as a no-op: masked keys are not written.
-    assert savefile.plan_document(tree, state, masked, check_paths=False) == []
+    assert plan_target(tree, state, masked, purge="listed") == []
     # The same with clear keys, after a JSON round trip.
     clear = json.loads(json.dumps(to_savefile(state, mask_keys=False)))
-    assert savefile.plan_document(tree, state, clear, check_paths=False) == []
+    assert plan_target(tree, state, clear, purge="listed") == []
 
 
 def test_restore_builds_from_nothing_in_order(root, backing):
@@ -251,15 +261,15 @@ def test_restore_builds_from_nothing_in_order(root, backing):
                         "namespaces": [{"nsid": 1, "enable": 1, "device": {"path": backing[0]}}]}],
     }
     tree = EmulatedTree(root)
-    planned = savefile.restore_document(doc, check=True, tree=tree)
+    planned = apply_document(doc, tree, check=True)
     assert tree.done == []
     assert planned[0] == "mkdir hosts/" + HOST
     assert "write hosts/%s/dhchap_key = ********" % HOST in planned
     assert planned.index("mkdir subsystems/" + SUB) < planned.index("mkdir ports/1")
     assert planned[-1] == "link ports/1/subsystems/%s -> subsystems/%s" % (SUB, SUB)
-    applied = savefile.restore_document(doc, tree=tree)
+    applied = apply_document(doc, tree)
     assert applied == planned
-    assert savefile.restore_document(doc, tree=tree) == []
+    assert apply_document(doc, tree) == []
 
 
 def test_clear_removes_only_what_the_document_lists_ports_first(root, backing):
@@ -275,17 +285,17 @@ def test_clear_removes_only_what_the_document_lists_ports_first(root, backing):
     other = {"subsystems": [{"nqn": sub2, "attr": {"allow_any_host": "1"},
                              "namespaces": [{"nsid": 1, "enable": 0, "device": {"path": backing[1]}}]}]}
     tree = EmulatedTree(root)
-    savefile.restore_document(doc, tree=tree)
-    savefile.restore_document(other, tree=tree)
-    planned = savefile.clear_document(doc, check=True, tree=tree)
+    apply_document(doc, tree)
+    apply_document(other, tree)
+    planned = bootrestore.clear_document(doc, check=True, tree=tree)
     assert planned[:2] == ["unlink ports/1/subsystems/" + SUB, "rmdir ports/1"]
     assert planned[-1] == "rmdir hosts/" + HOST
     assert planned.index("rmdir subsystems/" + SUB) < planned.index("rmdir hosts/" + HOST)
-    assert savefile.clear_document(doc, tree=tree) == planned
+    assert bootrestore.clear_document(doc, tree=tree) == planned
     state = tree.read()
     assert list(state["subsystems"]) == [sub2]
     assert state["ports"] == {} and state["hosts"] == {}
-    assert savefile.clear_document(doc, tree=tree) == []
+    assert bootrestore.clear_document(doc, tree=tree) == []
 
 
 def test_main_clear_without_file_or_nvmet_is_nothing_to_do(tmp_path, capsys):
@@ -369,7 +379,7 @@ INSTALL_PLAYBOOK = """
 
 def test_restorer_runs_standalone_as_the_role_installs_it(root, tmp_path):
     """The role installs the restorer as one file (roles/nvmeof_target/tasks/restorer.yml, one host_config task,
-    the template carrying the nvmet package). Install it with Ansible on localhost, then
+    the template carrying nvmet/restore.py and what it imports). Install it with Ansible on localhost, then
     run it with an isolated interpreter (-I -S: no PYTHONPATH, no site-packages, so no
     Ansible) to prove it needs only the standard library and that file; installing
     again changes nothing."""

@@ -11,7 +11,7 @@ import pytest
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.applier import apply_plan
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import NvmetError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.planner import plan_port, plan_subsystem
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import restore_document
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.target import read_and_plan
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.validate import normalize_port, normalize_subsystem
 
 from nvmet_fake import SUB, EmulatedTree, fake_port, fake_subsystem, link
@@ -59,7 +59,7 @@ def test_nvmetcli_save_file_without_padding_plans_nothing(root):
     doc = {"subsystems": [{"nqn": SUB, "attr": {"allow_any_host": "0", "serial": "abc", "version": "1.3",
                                                 "model": "Linux", "ieee_oui": "0x000000"},
                            "namespaces": []}]}
-    assert restore_document(doc, tree=tree, check=True) == []
+    assert read_and_plan(tree, doc, purge="listed")[1] == []
 
 
 def test_port_inline_data_size_minus_one_converges_after_the_kernel_rewrites_it(root):

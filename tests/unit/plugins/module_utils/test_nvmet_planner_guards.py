@@ -187,7 +187,8 @@ def test_simulate_copies_only_what_it_changes_and_never_the_input(root, backing)
 def test_save_file_ana_group_states_are_restored(root, backing):
     """to_savefile writes ana_groups in nvmetcli's schema; restoring must bring them back
     (before, from_savefile dropped them and every non-default group came back missing)."""
-    from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import restore_document, to_savefile
+    from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import to_savefile
+    from test_nvmet import apply_document
 
     exposed(root, backing[0])
     write(os.path.join(root, "nvmet", "ports", "1", "ana_groups", "2", "ana_state"), "change")
@@ -199,9 +200,9 @@ def test_save_file_ana_group_states_are_restored(root, backing):
     for sub in ("nvmet/subsystems", "nvmet/ports", "nvmet/hosts", "sys/module/nvmet_tcp"):
         os.makedirs(os.path.join(empty, sub))
     tree = EmulatedTree(empty)
-    restore_document(doc, tree=tree)
+    apply_document(doc, tree)
     assert tree.read()["ports"][1]["ana_groups"] == {1: "persistent-loss", 2: "change"}
-    assert restore_document(doc, tree=tree) == []
+    assert apply_document(doc, tree) == []
 
 
 # --------------------------------------------------------------------------- referrals and discovery_nqn

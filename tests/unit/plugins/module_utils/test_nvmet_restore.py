@@ -17,7 +17,7 @@ import pytest
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import bootrestore, restore, savefile
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.savefile import to_savefile
 
-from test_nvmet import HOST, HOST2, SUB, EmulatedTree, fake_host, fake_namespace, fake_port, fake_subsystem, link, make_key
+from test_nvmet import HOST, HOST2, SUB, EmulatedTree, apply_document, fake_host, fake_namespace, fake_port, fake_subsystem, link, make_key
 
 SUB2 = "nqn.2024-04.io.aiinfra.lab:te1.second"
 TCP_ADDR = {"trtype": "tcp", "traddr": "10.99.0.1", "trsvcid": "4420", "adrfam": "ipv4", "treq": "not specified",
@@ -217,9 +217,10 @@ def test_masked_key_keeps_a_host_that_already_has_its_key(root, files):
 
 
 def test_strict_restore_refuses_masked_keys_too(root, files):
+    """nvmet_target (all or nothing) refuses a masked key as the boot restorer skips it."""
     doc = {"hosts": [{"nqn": HOST, "dhchap": {"key": "********"}}]}
     with pytest.raises(Exception) as exc:
-        savefile.restore_document(doc, tree=EmulatedTree(root))
+        apply_document(doc, EmulatedTree(root))
     assert "masked" in str(exc.value)
     assert not os.path.exists(os.path.join(root, "nvmet", "hosts", HOST))
 
@@ -544,7 +545,7 @@ def saved_and_cleared(root, files, tmp_path):
     assert savefile.save_to_file(EmulatedTree(root), save) == "written"
     with open(save) as f:
         saved = json.load(f)
-    savefile.clear_document(saved, tree=EmulatedTree(root))
+    bootrestore.clear_document(saved, tree=EmulatedTree(root))
     assert EmulatedTree(root).read()["subsystems"] == {}
     return saved
 

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import savefile
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import bootrestore
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.applier import apply_plan, simulate
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import MASK, NvmetError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.document import DocumentError, validate_document
@@ -88,10 +88,10 @@ def test_converge_then_noop_and_same_plan_as_the_restorer(root, files):
            "ports": [port(1, [SUB, SUB2], ana_groups=[{"grpid": 1, "ana": {"state": "optimized"}},
                                                       {"grpid": 2, "ana": {"state": "non-optimized"}}])]}
     tree = EmulatedTree(root)
-    # One planner, two entry points: from empty, the whole-target plan is the boot restorer's plan.
-    restorer_plan = savefile.plan_document(tree, tree.read(), doc)
+    # One planner: from empty, the whole-target plan is the boot restorer's plan (check mode).
+    restorer_plan = bootrestore.restore_best_effort(doc, tree, check=True)["applied"]
     tree, ops = converge(root, doc)
-    assert ops == restorer_plan
+    assert [op.text() for op in ops] == restorer_plan
     view = target_view(tree.read())
     assert view["hosts"] == [{"nqn": HOST, "dhchap": {"key": MASK, "hash": "hmac(sha256)", "dhgroup": "null"}}]
     assert [s["nqn"] for s in view["subsystems"]] == [SUB, SUB2]

@@ -16,16 +16,12 @@ from ansible_collections.aiinfra.fabric.plugins.modules import nvmet_target
 from module_harness import patch_module_args, run_main  # tests/unit/plugins/modules/module_harness.py
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "module_utils"))
-from nvmet_fake import HOST, SUB, EmulatedTree, make_key, write  # noqa: E402  (the fake lives with the module_utils tests)
+from nvmet_fake import HOST, SUB, EmulatedTree, empty_target, make_key  # noqa: E402  (the fake lives with the module_utils tests)
 
 
 @pytest.fixture
 def root(tmp_path):
-    for d in ("subsystems", "ports", "hosts"):
-        os.makedirs(str(tmp_path / "nvmet" / d))
-    for mod in ("nvmet", "nvmet_tcp"):
-        os.makedirs(str(tmp_path / "sys" / "module" / mod))
-    write(str(tmp_path / "proc" / "net" / "tcp"), "  sl  local_address rem_address   st")
+    empty_target(str(tmp_path))
     (tmp_path / "disk.img").write_bytes(b"")
     return str(tmp_path)
 
