@@ -16,12 +16,8 @@
 # verify error, a path did not come back within 600 s, or the health playbook did not fail
 # during a fault and pass after it.
 set -euo pipefail
-repo=$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)
-cd "$repo"
-export ANSIBLE_CONFIG=$repo/lab/ansible.cfg
-export ANSIBLE_COLLECTIONS_PATH=$repo/.cache/collections ANSIBLE_ROLES_PATH=$repo/roles
-export PATH=$repo/.venv/bin:$PATH
-[ "${AIINFRA_LAB_FABRIC_LINKS:-1}" = 2 ] || { echo "paths_heal.sh: set AIINFRA_LAB_NVME_DRIVES=4 AIINFRA_LAB_FABRIC_LINKS=2 (the lab shape it runs on)" >&2; exit 2; }
+# shellcheck source=tests/lab/multipath_shape.sh
+. "$(dirname "$(readlink -f "$0")")/multipath_shape.sh"
 for step in prepare converge heal; do
   printf '%s paths-heal: %s\n' "$(date +%T)" "molecule/nvmeof_multipath/$step.yml" >&2
   ansible-playbook -i inventory/lab "molecule/nvmeof_multipath/$step.yml"

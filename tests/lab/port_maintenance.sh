@@ -18,12 +18,8 @@
 # ANA inaccessible disconnects nothing, so the path healer (aiinfra-nvme-heal.timer) has
 # nothing to do here; in step 3 it may reconnect path A once eth1 is back.
 set -euo pipefail
-repo=$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)
-cd "$repo"
-export ANSIBLE_CONFIG=$repo/lab/ansible.cfg
-export ANSIBLE_COLLECTIONS_PATH=$repo/.cache/collections ANSIBLE_ROLES_PATH=$repo/roles
-export PATH=$repo/.venv/bin:$PATH
-[ "${AIINFRA_LAB_FABRIC_LINKS:-1}" = 2 ] || { echo "port_maintenance.sh: set AIINFRA_LAB_NVME_DRIVES=4 AIINFRA_LAB_FABRIC_LINKS=2 (the lab shape it runs on)" >&2; exit 2; }
+# shellcheck source=tests/lab/multipath_shape.sh
+. "$(dirname "$(readlink -f "$0")")/multipath_shape.sh"
 hold=${PM_HOLD:-30}
 trap 'echo "port_maintenance.sh: failed at line $LINENO; the runs are in .cache/pm-*.log" >&2' ERR
 say() { printf '%s port-maintenance: %s\n' "$(date +%T)" "$*" >&2; }
