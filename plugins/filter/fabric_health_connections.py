@@ -44,21 +44,14 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.benchmarks.health import FACT, connections_by_port
+from ansible_collections.aiinfra.fabric.plugins.plugin_utils.host_facts import facts_of
 
 
 def fabric_health_connections(hosts, hostvars):
     if not isinstance(hosts, (list, tuple)):
         raise AnsibleFilterError("fabric_health_connections: the input must be a list of host names, got %s"
                                  % type(hosts).__name__)
-    results = {}
-    for host in hosts:
-        try:
-            result = hostvars[host].get(FACT)
-        except KeyError:
-            continue
-        if result is not None:
-            results[host] = result
-    return connections_by_port(results)
+    return connections_by_port(facts_of(hosts, hostvars, FACT))
 
 
 class FilterModule(object):

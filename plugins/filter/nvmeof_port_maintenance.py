@@ -15,18 +15,7 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.aiinfra.fabric.plugins.plugin_utils import port_maintenance as pm
-
-
-def _facts(hosts, hostvars, fact):
-    out = {}
-    for host in hosts or []:
-        try:
-            value = hostvars[host].get(fact)
-        except KeyError:
-            continue
-        if value is not None:
-            out[host] = value
-    return out
+from ansible_collections.aiinfra.fabric.plugins.plugin_utils.host_facts import facts_of
 
 
 def nvmeof_port_maintenance_port(nvmet, port_id, target):
@@ -43,7 +32,7 @@ def _phase(healths, phase):
 
 def nvmeof_port_maintenance_plan(port, action, hosts, hostvars, fact, record=None, force=False):
     try:
-        before = _phase(_facts(hosts, hostvars, fact), "before")
+        before = _phase(facts_of(hosts, hostvars, fact), "before")
         unread = [h for h in hosts or [] if h not in before]
         return pm.maintenance_plan(port, action, before, record or None, boolean(force, strict=False), unread)
     except pm.MaintenanceError as exc:
@@ -57,7 +46,7 @@ def nvmeof_port_maintenance_pending(health, expected, phase):
 
 
 def nvmeof_port_maintenance_report(plan, hosts, hostvars, fact):
-    healths = _facts(hosts, hostvars, fact)
+    healths = facts_of(hosts, hostvars, fact)
     return pm.report(plan, *(_phase(healths, phase) for phase in ("before", "during", "after")))
 
 
