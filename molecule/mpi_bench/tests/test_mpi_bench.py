@@ -171,15 +171,15 @@ def test_impossible_latency_bound_fails_with_a_clear_message():
 def test_timeout_stops_the_job_on_every_node(te2):
     args = {"program": "/bin/sleep", "args": ["417"], "hosts": [{"name": "te1", "slots": 1},
                                                                 {"name": "te2", "slots": 1}],
-            "allow_run_as_root": True, "timeout": 60,
+            "allow_run_as_root": True, "timeout": 35,
             "mca": {"oob_tcp_if_include": "10.99.0.0/24", "plm_rsh_no_tree_spawn": "1"}}
     cmd = [os.path.join(TOP, ".venv", "bin", "ansible"), "te1", "-i", os.path.join(TOP, "inventory", "lab"),
            "-m", "aiinfra.fabric.mpi_run", "-a", json.dumps(args)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=ansible_env(),
                             universal_newlines=True)
     try:
-        # The rank really runs on te2 before the timeout...
-        deadline = time.time() + 55
+        # The rank really runs on te2 before the timeout (it starts there in about 10 s)...
+        deadline = time.time() + 33
         seen = False
         while time.time() < deadline and not seen:
             seen = te2.run("pgrep -f 'sleep 417'").rc == 0
@@ -190,7 +190,7 @@ def test_timeout_stops_the_job_on_every_node(te2):
             proc.kill()
     assert seen, "the job's rank never started on te2"
     assert proc.returncode != 0
-    assert "ran past the timeout of 60 s and was stopped on every host" in out, out[-3000:]
+    assert "ran past the timeout of 35 s and was stopped on every host" in out, out[-3000:]
     # ...and mpirun took its daemon on te2 down with it: no rank, no orted/prted left there.
     time.sleep(2)
     assert te2.run("pgrep -f 'sleep 417'").rc == 1
@@ -274,7 +274,7 @@ def test_sigterm_to_the_module_stops_the_job_on_every_node(te1, te2):
 def test_async_timeout_stops_the_job_on_every_node(te1, te2):
     # async_wrapper kills the module's process group with SIGKILL: no handler runs,
     # the module's guard process takes the job down.
-    proc = start_sleep_job(433, "-B", "60", "-P", "5")
+    proc = start_sleep_job(433, "-B", "35", "-P", "5")
     try:
         started = wait_for(te2, "pgrep -f '[s]leep 433'", 120)
         if not started:
