@@ -1,7 +1,8 @@
 # shellcheck shell=sh
 # What a host_config task would look at, in one shell command (a module task costs a
-# Python start on the host; plugins/module_utils/hostconfig/quickcheck.py says why and
-# judges the lines). Every process counts on a slow host (about 60 ms a fork and exec on
+# Python start on the host; plugins/module_utils/hostconfig/quickcheck.py says why, reads
+# the lines into the observation document that host_config's own planner judges, and
+# observation.py says what that document holds). Every process counts on a slow host (about 60 ms a fork and exec on
 # the lab's emulated guests), so the paths are read by one find and hashed by one
 # sha256sum, whatever their number. Arguments, each KIND:NAME:
 #   f:PATH  d:PATH  a:PATH   a file (hashed), a directory, a path that should be absent;

@@ -4,7 +4,8 @@
 """Filters of the roles that run host_config on every converge: what to probe on the host
 first, whether the module has anything to do after all, and its entries built from paths.
 
-The logic lives in plugins/module_utils/hostconfig/quickcheck.py and
+The logic lives in plugins/module_utils/hostconfig/quickcheck.py (the probe's lines read
+into the observation document, judged by host_config's own planner in state.py) and
 plugins/plugin_utils/host_config_entries.py; documented in the .yml files beside.
 """
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 import os
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.atomic_write import write_atomically
-from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig.state import (
-    HostConfigError, op_text, sysfs_module, under)
+from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig.observation import (
+    DISABLEABLE, ENABLED, sysfs_module, under)
+from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig.state import HostConfigError, op_text
 
 
 class SystemProbe(object):
@@ -27,23 +28,28 @@ class SystemProbe(object):
         rc, out, err = self.run([self.systemctl, "list-units", "--all", "--plain", "--no-legend", name])
         return rc == 0 and bool(out.strip())
 
-    def _enablement(self, name):
+    def enablement(self, name):
+        """systemctl is-enabled's word ("-" when it prints none), as files/host_state.sh reports it."""
         # Asked once per unit and run: each systemctl call is a process start (slow on emulated hosts).
         cache = self.__dict__.setdefault("_enablements", {})
         if name not in cache:
             rc, out, err = self.run([self.systemctl, "is-enabled", name])
-            cache[name] = out.strip()
+            cache[name] = out.strip() or "-"
         return cache[name]
 
+    def activity(self, name):
+        """systemctl is-active's word ("-" when it prints none)."""
+        rc, out, err = self.run([self.systemctl, "is-active", name])
+        return out.strip() or "-"
+
     def enabled(self, name):
-        return self._enablement(name) in ("enabled", "enabled-runtime", "static", "alias", "indirect", "generated")
+        return self.enablement(name) in ENABLED
 
     def can_disable(self, name):
-        return self._enablement(name) in ("enabled", "enabled-runtime", "alias")
+        return self.enablement(name) in DISABLEABLE
 
     def active(self, name):
-        rc, out, err = self.run([self.systemctl, "is-active", name])
-        return out.strip() == "active"
+        return self.activity(name) == "active"
 
 
 def _write(root, op):

@@ -7,22 +7,21 @@ A module task starts Python on the host (about 2 s on the lab's emulated guests)
 plain shell command over the open connection costs a tenth of that. A role that runs
 host_config on every converge can ask the host first with the collection's
 files/host_state.sh (arguments from :func:`probe_args`) and skip the module when
-:func:`pending` finds nothing to do. It errs on the side of running the module: any
-entry it cannot judge from the probe (a secret file, whose hash it does not ask for;
-folders to remove; an owner given by number) counts as pending, and host_config itself
-then decides. Runs on the controller (a filter), so it reads nothing but the lines.
+:func:`pending` finds nothing to do. :func:`parse` reads the probe's lines into the
+observation document (hostconfig/observation.py) and :func:`pending` runs host_config's
+own planner (state.py) on it: pending is a plan with operations, a path the module would
+refuse, or anything the plan needed that the probe does not show (a secret file, whose
+hash it does not ask for; the entries of folders to remove). It errs on the side of
+running the module, which then decides. Runs on the controller (a filter).
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig.state import HostConfigError, sysfs_module, validate
-
-# systemctl is-enabled answers host_config's probe counts as enabled, and those it can disable.
-ENABLED = ("enabled", "enabled-runtime", "static", "alias", "indirect", "generated")
-DISABLEABLE = ("enabled", "enabled-runtime", "alias")
+from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig.observation import Observation, sysfs_module
+from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig.state import (
+    MODULES_LOAD_DIR, HostConfigError, plan_observed, validate)
 
 
 def split_line(text):
@@ -52,18 +51,17 @@ def probe_args(params):
     return args
 
 
-# find's %y letters -> the types pending() compares.
+# find's %y letters -> the observation's types.
 _TYPES = {"f": "file", "d": "directory"}
 
 
 def parse(lines):
-    """host_state.sh output -> {paths: {path: {type, mode, owner, group, sha256}|None},
-    modules: {sysfs name: loaded}, listed: set of module names in /etc/modules-load.d,
-    units: {name: (enablement, activity)}, read: {path: text|None}}. A path with neither
-    an "s" nor a "p -" line is left out (not probed); a file without an "h" line has
-    sha256 None (its content is then taken to differ)."""
-    out = dict(paths={}, modules={}, listed=set(), units={}, read={})
-    sums = {}
+    """host_state.sh output -> the observation document (observation.py): paths, modules,
+    listed (only when the probe looked at modules), units, read. A path with neither an
+    "s" nor a "p -" line is left out (not probed); a file without an "h" line has sha256
+    None (its content is then taken to differ). Other lines are skipped."""
+    out = dict(paths={}, modules={}, units={}, read={})
+    sums, listed = {}, set()
     for line in lines:
         kind, rest = split_line(line.rstrip("\r"))
         if kind == "p" and rest.startswith("- "):
@@ -84,90 +82,94 @@ def parse(lines):
             state, name = split_line(rest)
             out["modules"][name] = state == "loaded"
         elif kind == "l":
-            out["listed"].add(rest.strip())
+            listed.add(rest.strip())
         elif kind == "u":
             fields = rest.split(" ", 2)
             if len(fields) == 3:
-                out["units"][fields[2]] = (fields[0], fields[1])
+                out["units"][fields[2]] = dict(enablement=fields[0], activity=fields[1])
         elif kind == "r":
             data, path = split_line(rest)
             out["read"][path] = None if data == "-" else base64.b64decode(data).decode("utf-8", "replace")
     for path, st in out["paths"].items():
         if st is not None and st["type"] == "file":
             st["sha256"] = sums.get(path)
+    if out["modules"]:  # the probe prints every listed module when it is asked about one
+        out["listed"] = sorted(listed)
     return out
-
-
-def _attrs_differ(have, mode, owner, group):
-    if have["mode"] != mode:
-        return "mode %04o, wants %04o" % (have["mode"], mode)
-    for name, want, got in (("owner", owner, have["owner"]), ("group", group, have["group"])):
-        if want is not None and str(want) != got:
-            return "%s %s, wants %s" % (name, got, want)
-    return None
 
 
 def pending(params, lines):
     """What host_config(params) would change, as short reasons (empty: nothing), and the
-    files it would read. Anything this cannot judge from the lines is a reason."""
+    files it would read. Anything the plan needs that the lines do not show is a reason."""
     desired = _desired(params)
     if desired is None:
         return dict(pending=["the arguments are refused (host_config says why)"], read={})
-    seen = parse(lines)
-    reasons = []
-
-    def have(path):
-        if path not in seen["paths"]:
-            reasons.append("%s: not probed" % path)
-            return False, None
-        return True, seen["paths"][path]
-
-    def compare(entry, kind, sha256=None):
-        probed, st = have(entry["path"])
-        if not probed:
-            return
-        if st is None or st["type"] != kind:
-            reasons.append("%s: no %s" % (entry["path"], kind))
-        elif sha256 is not None and st["sha256"] != sha256:
-            reasons.append("%s: content differs" % entry["path"])
-        else:
-            diff = _attrs_differ(st, entry["mode"], entry["owner"], entry["group"])
-            if diff:
-                reasons.append("%s: %s" % (entry["path"], diff))
-
-    for d in desired["directories"]:
-        compare(d, "directory")
-    for f in desired["files"]:
-        if f["secret"]:
-            reasons.append("%s: secret content is not compared here" % f["path"])
-        else:
-            compare(f, "file", hashlib.sha256(f["content"].encode("utf-8")).hexdigest())
-    for path in desired["absent"]:
-        probed, st = have(path)
-        if probed and st is not None:
-            reasons.append("%s: present" % path)
-    if desired.get("remove_empty_dirs"):
-        reasons.append("remove_empty_dirs is not judged here")
-    for name in desired["kernel_modules"]:
-        if not seen["modules"].get(sysfs_module(name), False):
-            reasons.append("module %s: not loaded" % name)
-        if desired["persist_modules"] and name not in seen["listed"]:
-            reasons.append("module %s: not in /etc/modules-load.d" % name)
-    for u in desired["units"]:
-        if u["name"] not in seen["units"]:
-            reasons.append("unit %s: not probed" % u["name"])
-            continue
-        enablement, activity = seen["units"][u["name"]]
-        if u["enabled"] is not None:
-            if u["enabled"] and enablement not in ENABLED:
-                reasons.append("unit %s: %s, wants enabled" % (u["name"], enablement))
-            if not u["enabled"] and enablement in DISABLEABLE:
-                reasons.append("unit %s: %s, wants disabled" % (u["name"], enablement))
-        if u["started"] is not None and (activity == "active") != bool(u["started"]):
-            reasons.append("unit %s: %s, wants %s" % (u["name"], activity, "active" if u["started"] else "stopped"))
+    seen = Observation(parse(lines))
+    ops, _before, _after, refused = plan_observed(desired, seen)
+    reasons = _reasons(desired, seen, ops, dict(refused))
     read = {}
     for path in desired["read"]:
-        if path not in seen["read"]:
+        read[path] = seen.read(path)
+        if ("read", path) in seen.unseen:
             reasons.append("%s: not read" % path)
-        read[path] = seen["read"].get(path)
+    if not reasons and (ops or seen.unseen):  # never lose a plan for want of words
+        reasons = ["host_config has work the probe does not describe"]
     return dict(pending=reasons, read=read)
+
+
+# The operations that carry out each kind of path entry (a folder may also be removed as empty).
+_ENTRY_OPS = dict(directory=("mkdir", "chmod", "chown"), file=("write", "chmod", "chown"), absent=("remove",))
+
+
+def _reasons(desired, seen, ops, refused):
+    """The plan told per entry of desired, in its order: one reason per path, per module
+    (loaded, listed for boot), per unit (enabled, started)."""
+    by_key = {}
+    for op in ops:
+        by_key.setdefault(op.get("path") or op.get("name"), []).append(op)
+    unseen = set(seen.unseen)
+    reasons = []
+    entries = ([(d["path"], "directory", d) for d in desired["directories"]]
+               + [(f["path"], "file", f) for f in desired["files"]] + [(p, "absent", {}) for p in desired["absent"]])
+    for path, kind, entry in entries:
+        first = next((op for op in by_key.get(path, []) if op["op"] in _ENTRY_OPS[kind]), None)
+        have = seen.doc["paths"].get(path)
+        if ("paths", path) in unseen:
+            why = "secret content is not compared here" if entry.get("secret") else "not probed"
+        elif path in refused or (kind == "absent" and first):
+            why = "present" if kind == "absent" else "no %s" % kind
+        elif first is None:
+            continue
+        elif first["op"] in ("mkdir", "write"):
+            why = "no %s" % kind if have is None else "content differs"
+        elif first["op"] == "chmod":
+            why = "mode %04o, wants %04o" % (have["mode"], first["mode"])
+        else:  # chown: the first of owner and group that differs
+            who = "owner" if entry["owner"] is not None and have["owner"] != str(entry["owner"]) else "group"
+            why = "%s %s, wants %s" % (who, have[who], entry[who])
+        reasons.append("%s: %s" % (path, why))
+    empty_dirs = desired.get("remove_empty_dirs", [])
+    if any(op["op"] == "rmdir" for op in ops) or any(w[0] in ("paths", "listings") and w[1] in empty_dirs
+                                                     for w in unseen):
+        reasons.append("remove_empty_dirs is not judged here")
+    for name in desired["kernel_modules"]:
+        if ("modules", sysfs_module(name)) in unseen:
+            reasons.append("module %s: not probed" % name)
+            continue
+        if any(op["op"] == "modprobe" for op in by_key.get(name, [])):
+            reasons.append("module %s: not loaded" % name)
+        if "/%s/%s.conf" % (MODULES_LOAD_DIR, name) in by_key:
+            reasons.append("module %s: not in /etc/modules-load.d" % name)
+    for u in desired["units"]:
+        name = u["name"]
+        if ("units", name, "enablement") in unseen or ("units", name, "activity") in unseen:
+            reasons.append("unit %s: not probed" % name)
+            continue
+        words = seen.doc["units"].get(name, {})
+        unit_ops = dict((op["op"], op) for op in by_key.get(name, []))
+        if "enable" in unit_ops or "disable" in unit_ops:
+            reasons.append("unit %s: %s, wants %s" % (name, words["enablement"],
+                                                      "enabled" if u["enabled"] else "disabled"))
+        if "start" in unit_ops or "stop" in unit_ops:
+            reasons.append("unit %s: %s, wants %s" % (name, words["activity"], "active" if u["started"] else "stopped"))
+    return reasons

@@ -1,10 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: aiinfra.fabric contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Desired host state from module parameters, what the host has, and the plan between them.
+"""Desired host state from module parameters, and the plan that takes a host there.
 
-Pure apart from reading the file system below ``root`` and asking the injected
-``probe`` about kernel modules and units, so unit tests run against a temporary tree.
+The plan is made on an observation of the host (observation.py): read on the host by the
+module, or parsed on the controller from the shell probe's lines (quickcheck.py), whose
+"is anything pending" check is this same plan. Pure apart from what the observation
+reads, so unit tests run against a temporary tree as ``root``.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ import hashlib
 import os
 import pwd
 import re
-import stat
 
-MODULES_LOAD_DIR = "etc/modules-load.d"
+from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig.observation import (
+    MODULES_LOAD_DIR, HostReader, Observation, read_path, under)
+
 UNIT_DIRS = ("etc/systemd/system/", "usr/lib/systemd/system/", "lib/systemd/system/", "run/systemd/system/")
 # Non-secret text files up to this size show their content in --diff.
 DIFF_CONTENT_LIMIT = 16384
@@ -120,10 +123,6 @@ def validate(params):
                 read=[os.path.normpath(p) for p in params.get("read") or []])
 
 
-def under(root, path):
-    return os.path.join(root, path.lstrip("/"))
-
-
 def _uid(name):
     return None if name is None else pwd.getpwnam(name).pw_uid
 
@@ -132,65 +131,30 @@ def _gid(name):
     return None if name is None else grp.getgrnam(name).gr_gid
 
 
-def read_path(root, path, want_content=False):
-    """What is at path: None when nothing, else type, mode, uid, gid (and content bytes)."""
-    full = under(root, path)
-    try:
-        st = os.lstat(full)
-    except FileNotFoundError:
-        return None
-    kind = "directory" if stat.S_ISDIR(st.st_mode) else "file" if stat.S_ISREG(st.st_mode) else "other"
-    out = dict(type=kind, mode=stat.S_IMODE(st.st_mode), uid=st.st_uid, gid=st.st_gid)
-    if kind == "file" and want_content:
-        with open(full, "rb") as fh:
-            out["content"] = fh.read()
-    return out
-
-
 def _attr_ops(path, have, mode, owner, group):
     ops = []
     if have["mode"] != mode:
         ops.append(dict(op="chmod", path=path, mode=mode))
     uid, gid = _uid(owner), _gid(group)
-    if (uid is not None and have["uid"] != uid) or (gid is not None and have["gid"] != gid):
+    if "uid" in have:  # read on this host: its ids, as the module resolves the names
+        differs = (uid is not None and have["uid"] != uid) or (gid is not None and have["gid"] != gid)
+    else:  # the shell probe's names (find's %u %g)
+        differs = any(want is not None and have[who] != str(want) for who, want in (("owner", owner), ("group", group)))
+    if differs:
         ops.append(dict(op="chown", path=path, uid=uid, gid=gid, owner=owner, group=group))
     return ops
 
 
-def _plan_parents(ops, root, path, planned):
+def _plan_parents(ops, seen, path, planned):
     """mkdir (0755) each missing parent of path that no earlier operation makes, outermost first."""
     missing = []
     parent = os.path.dirname(path)
-    while parent != "/" and parent not in planned and read_path(root, parent) is None:
+    while parent != "/" and parent not in planned and not seen.exists(parent):
         missing.append(parent)
         parent = os.path.dirname(parent)
     for parent in reversed(missing):
         ops.append(dict(op="mkdir", path=parent, mode=0o755, uid=None, gid=None))
         planned.add(parent)
-
-
-def sysfs_module(name):
-    """A kernel module's name as /sys/module lists it (nvmet-rdma -> nvmet_rdma)."""
-    return name.replace("-", "_")
-
-
-def _listed_in_modules_load(root, name):
-    """The kernel module is named in some /etc/modules-load.d file (community.general.modprobe's test)."""
-    directory = under(root, MODULES_LOAD_DIR)
-    try:
-        entries = sorted(os.listdir(directory))
-    except FileNotFoundError:
-        return False
-    for entry in entries:
-        if not entry.endswith(".conf"):
-            continue
-        try:
-            with open(os.path.join(directory, entry)) as fh:
-                if any(line.strip() == name for line in fh):
-                    return True
-        except OSError:
-            continue
-    return False
 
 
 def unit_file_of(path):
@@ -209,10 +173,22 @@ def plan(desired, root, probe):
 
     probe: object with loaded(module) -> bool, known_unit(name) -> bool (systemd has the unit
     loaded, so a changed file needs a daemon-reload), enabled(name) -> bool, can_disable(name)
-    -> bool (enabled by a symlink of its own, not static/indirect/generated), active(name) -> bool.
-    Returns (ops, before, after): before/after are the diff views of what is managed.
+    -> bool (enabled by a symlink of its own, not static/indirect/generated), active(name) -> bool
+    (apply.SystemProbe). Returns (ops, before, after): before/after are the diff views of what
+    is managed. Raises HostConfigError for the first path of the wrong type.
     """
-    ops, before, after = [], {}, {}
+    ops, before, after, refused = plan_observed(desired, Observation(reader=HostReader(root, probe)))
+    if refused:
+        raise HostConfigError(refused[0][1])
+    return ops, before, after
+
+
+def plan_observed(desired, seen):
+    """plan() on an Observation (observation.py): (ops, before, after, refused), refused
+    listing (path, message) for each path host_config will not touch, in the order plan()
+    meets them (a file where a folder should be, a folder among the absent paths). What the
+    observation could not answer is in seen.unseen."""
+    ops, before, after, refused = [], {}, {}, []
     # Units to stop or disable go first, before their files change (a unit's stop may run
     # a file this plan removes); units to enable or start go last, once their files are in place.
     up_ops = []
@@ -220,17 +196,17 @@ def plan(desired, root, probe):
         state_before = {}
         state_after = {}
         if u["started"] is not None:
-            is_active = probe.active(u["name"])
+            is_active = seen.active(u["name"])
             state_before["active"] = is_active
             state_after["active"] = bool(u["started"])
             if bool(u["started"]) != is_active:
                 (up_ops if u["started"] else ops).append(dict(op="start" if u["started"] else "stop", name=u["name"]))
         if u["enabled"] is not None:
-            is_enabled = probe.enabled(u["name"])
+            is_enabled = seen.enabled(u["name"])
             state_before["enabled"] = is_enabled
             state_after["enabled"] = bool(u["enabled"])
             # A static, indirect or generated unit counts as enabled but has nothing to disable.
-            fixed = not u["enabled"] and is_enabled and not probe.can_disable(u["name"])
+            fixed = not u["enabled"] and is_enabled and not seen.can_disable(u["name"])
             if bool(u["enabled"]) != is_enabled and not fixed:
                 op = dict(op="enable" if u["enabled"] else "disable", name=u["name"])
                 if u["enabled"]:
@@ -243,31 +219,34 @@ def plan(desired, root, probe):
     # Parents first, whatever order they are listed in: a parent listed after its child
     # would otherwise be planned twice (once as a 0755 missing parent).
     for d in sorted(desired["directories"], key=lambda d: d["path"].count("/")):
-        have = read_path(root, d["path"])
+        have = seen.path(d["path"])
         before[d["path"]] = _view(have)
-        _plan_parents(ops, root, d["path"], planned_dirs)
         if have is None:
+            _plan_parents(ops, seen, d["path"], planned_dirs)
             ops.append(dict(op="mkdir", path=d["path"], mode=d["mode"], uid=_uid(d["owner"]), gid=_gid(d["group"])))
         elif have["type"] != "directory":
-            raise HostConfigError("host_config: %s exists and is not a directory (%s); nothing was changed"
-                                  % (d["path"], have["type"]))
+            refused.append((d["path"], "host_config: %s exists and is not a directory (%s); nothing was changed"
+                            % (d["path"], have["type"])))
+            continue
         else:
             ops.extend(_attr_ops(d["path"], have, d["mode"], d["owner"], d["group"]))
         planned_dirs.add(d["path"])
         after[d["path"]] = dict(type="directory", mode="%04o" % d["mode"])
     units_touched = []
     for f in desired["files"]:
-        have = read_path(root, f["path"], want_content=True)
+        have = seen.path(f["path"])
         want = f["content"].encode("utf-8")
         before[f["path"]] = _view(have, secret=f["secret"])
-        _plan_parents(ops, root, f["path"], planned_dirs)
-        if have is not None and have["type"] != "file":
-            raise HostConfigError("host_config: %s exists and is not a regular file (%s); nothing was changed"
-                                  % (f["path"], have["type"]))
-        if have is None or have["content"] != want:
+        if have is None:
+            _plan_parents(ops, seen, f["path"], planned_dirs)
+        elif have["type"] != "file":
+            refused.append((f["path"], "host_config: %s exists and is not a regular file (%s); nothing was changed"
+                            % (f["path"], have["type"])))
+            continue
+        if have is None or have["sha256"] != hashlib.sha256(want).hexdigest():
             # The new file replaces the old one: an owner or group left null keeps the old file's.
-            uid = have["uid"] if have is not None and f["owner"] is None else _uid(f["owner"])
-            gid = have["gid"] if have is not None and f["group"] is None else _gid(f["group"])
+            uid = have.get("uid") if have is not None and f["owner"] is None else _uid(f["owner"])
+            gid = have.get("gid") if have is not None and f["group"] is None else _gid(f["group"])
             ops.append(dict(op="write", path=f["path"], content=want, mode=f["mode"], uid=uid, gid=gid,
                             secret=f["secret"], created=have is None))
             if unit_file_of(f["path"]):
@@ -276,23 +255,23 @@ def plan(desired, root, probe):
             ops.extend(_attr_ops(f["path"], have, f["mode"], f["owner"], f["group"]))
         after[f["path"]] = _view(dict(type="file", mode=f["mode"], content=want), secret=f["secret"])
     for path in desired["absent"]:
-        have = read_path(root, path)
+        have = seen.path(path)
         if have is None:
             continue
         if have["type"] == "directory":
-            raise HostConfigError("host_config: absent lists %s, which is a directory; only files are removed" % path)
-        before[path] = _view(have)
+            refused.append((path, "host_config: absent lists %s, which is a directory; only files are removed" % path))
+            continue
+        before[path] = _view(have, with_content=False)
         after[path] = None
         ops.append(dict(op="remove", path=path))
         if unit_file_of(path):
             units_touched.append(unit_file_of(path))
     removed = set(op["path"] for op in ops if op["op"] == "remove")
     for path in desired.get("remove_empty_dirs", []):
-        have = read_path(root, path)
+        have = seen.path(path)
         if have is None or have["type"] != "directory":
             continue
-        full = under(root, path)
-        left = [e for e in os.listdir(full) if os.path.join(path, e) not in removed]
+        left = [e for e in seen.listing(path) if os.path.join(path, e) not in removed]
         if left:
             continue  # still holds something: not ours to remove
         before[path] = _view(have)
@@ -300,26 +279,28 @@ def plan(desired, root, probe):
         ops.append(dict(op="rmdir", path=path))
         removed.add(path)
     for name in desired["kernel_modules"]:
-        loaded = probe.loaded(name)
+        loaded = seen.loaded(name)
         before["module " + name] = dict(loaded=loaded)
         after["module " + name] = dict(loaded=True)
         if not loaded:
             ops.append(dict(op="modprobe", name=name))
-        if desired["persist_modules"] and not _listed_in_modules_load(root, name):
+        if desired["persist_modules"] and not seen.listed(name):
             path = "/%s/%s.conf" % (MODULES_LOAD_DIR, name)
-            _plan_parents(ops, root, path, planned_dirs)
+            have = seen.path(path)
+            if have is None:
+                _plan_parents(ops, seen, path, planned_dirs)
             ops.append(dict(op="write", path=path, content=(name + "\n").encode(), mode=0o644, uid=None,
-                            gid=None, secret=False, created=read_path(root, path) is None))
-    if any(probe.known_unit(u) for u in units_touched):
+                            gid=None, secret=False, created=have is None))
+    if any(seen.known_unit(u) for u in units_touched):
         ops.append(dict(op="daemon_reload"))
-    return ops + up_ops, before, after
+    return ops + up_ops, before, after, refused
 
 
-def _view(have, secret=False):
+def _view(have, secret=False, with_content=True):
     if have is None:
         return None
     out = dict(type=have["type"], mode="%04o" % have["mode"])
-    content = have.get("content")
+    content = have.get("content") if with_content else None
     if content is not None and secret:
         out["content"] = "(secret)"  # no hash either: a digest of a secret is a way to check guesses
     elif content is not None:
@@ -350,3 +331,8 @@ def op_text(op):
     if kind == "daemon_reload":
         return "systemctl daemon-reload"
     return "systemctl %s %s" % (kind, op["name"])
+
+
+# read_path and under stay importable from here, where they were (the unit tests use them).
+__all__ = ["HostConfigError", "validate", "plan", "plan_observed", "unit_file_of", "op_text", "read_path", "under",
+           "MODULES_LOAD_DIR", "UNIT_DIRS", "DIFF_CONTENT_LIMIT"]
