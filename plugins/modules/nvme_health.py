@@ -264,6 +264,7 @@ nvme_health:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils import transports
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme import health
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.multipath import MultipathSysfs
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.sysfs import FabricsSysfs
@@ -271,7 +272,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.sysfs import F
 
 def main():
     path_spec = dict(
-        transport=dict(type="str", required=True, choices=["tcp", "rdma", "fc", "loop"]),
+        transport=dict(type="str", required=True, choices=list(transports.NAMES)),
         traddr=dict(type="str"),
         trsvcid=dict(type="str"),
         host_traddr=dict(type="str"),

@@ -84,8 +84,9 @@ def test_the_module_docs_that_cannot_take_the_fragment_list_the_table():
     assert port["referrals"]["suboptions"]["trtype"]["choices"] == NAMES
     assert port["adrfam"]["choices"] == list(T.ADRFAMS)
     assert port["referrals"]["suboptions"]["adrfam"]["choices"] == list(T.ADRFAMS)
-    paths = module_doc("nvme_connections")["options"]["subsystems"]["suboptions"]["paths"]["suboptions"]
-    assert paths["transport"]["choices"] == NAMES
+    for name in ("nvme_connections", "nvme_health"):
+        paths = module_doc(name)["options"]["subsystems"]["suboptions"]["paths"]["suboptions"]
+        assert paths["transport"]["choices"] == NAMES, name
 
 
 @pytest.mark.parametrize("role, options", [
