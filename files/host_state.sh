@@ -5,8 +5,10 @@
 # observation.py says what that document holds). Every process counts on a slow host (about 60 ms a fork and exec on
 # the lab's emulated guests), so the paths are read by one find and hashed by one
 # sha256sum, whatever their number. Arguments, each KIND:NAME:
-#   f:PATH  d:PATH  a:PATH   a file (hashed), a directory, a path that should be absent;
-#                            absolute paths only (find would take "-x" for an option)
+#   f:PATH  d:PATH  a:PATH   a file (hashed), a directory, a path that should be absent
+#                            (only f: paths are hashed: a backing file to remove can be
+#                            huge); absolute, normalized paths only (find would take "-x"
+#                            for an option)
 #   m:NAME                   a kernel module, as named under /sys/module (nvmet_rdma)
 #   u:NAME                   a systemd unit
 #   r:PATH                   a file to read back
@@ -24,8 +26,11 @@ while [ "$n" -gt 0 ]; do
   kind=${a%%:*}; name=${a#*:}
   case $kind in
     f|d|a)
-      # Those that exist go back on the argument list, for find and sha256sum below.
-      if [ -e "$name" ] || [ -L "$name" ]; then set -- "$@" "$name"; else echo "p - $name"; fi ;;
+      # Those that exist go back on the argument list, for find and sha256sum below; all
+      # but the f: paths with one more leading slash (the same file to find), which keeps
+      # them from sha256sum and is taken off again in their "s" lines.
+      if [ "$kind" = f ]; then p=$name; else p=/$name; fi
+      if [ -e "$name" ] || [ -L "$name" ]; then set -- "$@" "$p"; else echo "p - $name"; fi ;;
     m)
       mods=1
       if [ -d "/sys/module/$name" ]; then echo "m loaded $name"; else echo "m - $name"; fi ;;
@@ -37,11 +42,13 @@ while [ "$n" -gt 0 ]; do
   esac
 done
 # One find for both: its "s" lines as it meets each path, then sha256sum's lines for the
-# regular files (a hex digest, or a backslash for a name it escaped; never "s ").
+# regular files among the f: paths (a hex digest, or a backslash for a name it escaped;
+# never "s "). Owner and group names hold no slash: a line's first " //" starts the path.
 if [ $# -gt 0 ]; then
-  find "$@" -maxdepth 0 -printf 's %m %u %g %y %p\n' -type f -exec sha256sum -- {} + 2>/dev/null |
+  find "$@" -maxdepth 0 -printf 's %m %u %g %y %p\n' -type f ! -path '//*' -exec sha256sum -- {} + 2>/dev/null |
     while IFS= read -r line; do
       case $line in
+        "s "*" //"*) echo "${line%% //*} /${line#* //}" ;;
         "s "*) echo "$line" ;;
         *) echo "h $line" ;;
       esac

@@ -7,7 +7,8 @@ The observation document, plain data::
 
     paths    {path: None (nothing there) | {type: file|directory|other, mode: int,
               owner: name, group: name (the number when the host has no name for it),
-              sha256: hex for a regular file, else None}}
+              sha256: hex for a regular file whose content is planned (a file entry),
+              else None: a path to remove is never read, however large}}
     listings {path: [entry names]}            a directory's entries (remove_empty_dirs)
     modules  {name as /sys/module lists it: loaded}
     listed   [kernel module names given a line of their own in /etc/modules-load.d/*.conf]
@@ -84,11 +85,13 @@ class HostReader(object):
         self.root = root
         self.system = system
 
-    def path(self, path):
+    def path(self, path, content=False):
+        """What is at path; with content, a regular file's bytes and sha256 too (only for
+        the files whose content is planned: a backing file to remove may be terabytes)."""
         have = read_path(self.root, path)
         if have is not None:
             have.update(owner=_name(pwd.getpwuid, have["uid"]), group=_name(grp.getgrgid, have["gid"]), sha256=None)
-            if have["type"] == "file":
+            if have["type"] == "file" and content:
                 try:
                     with open(under(self.root, path), "rb") as fh:
                         have["content"] = fh.read()
@@ -169,8 +172,15 @@ class Observation(object):
         table[where[-1]] = answer = ask()
         return answer
 
-    def path(self, path):
-        return self._answer(("paths", path), lambda: self.reader.path(path), None)
+    def path(self, path, content=False):
+        """What is at path (None: nothing); content=True for a file whose content is planned:
+        its sha256 (and, read on the host, its bytes)."""
+        have = self._answer(("paths", path), lambda: self.reader.path(path, content), None)
+        if (content and self.reader is not None and have is not None and have["type"] == "file"
+                and "content" not in have):
+            # Read before without its content (as another entry's parent, say): read it again.
+            have = self.doc["paths"][path] = self.reader.path(path, True)
+        return have
 
     def exists(self, path):
         """Whether something is at path, for a parent of a path that is missing: where the

@@ -234,7 +234,7 @@ def plan_observed(desired, seen):
         after[d["path"]] = dict(type="directory", mode="%04o" % d["mode"])
     units_touched = []
     for f in desired["files"]:
-        have = seen.path(f["path"])
+        have = seen.path(f["path"], content=True)
         want = f["content"].encode("utf-8")
         before[f["path"]] = _view(have, secret=f["secret"])
         if have is None:

@@ -19,7 +19,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig import quickcheck
+from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig import observation, quickcheck
 from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig.apply import SystemProbe
 from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig.observation import (
     HOST_ONLY, HostReader, Observation)
@@ -83,7 +83,7 @@ def host_observation(host, params):
     for arg in quickcheck.probe_args(params):
         kind, name = arg.split(":", 1)
         if kind in "dfa":
-            seen.path(name)
+            seen.path(name, content=kind == "f")
         elif kind == "m":
             seen.loaded(name)
             seen.listed(name)
@@ -225,6 +225,38 @@ def test_owners_compare_by_id_on_the_host_and_by_name_from_the_probe():
     assert [op["op"] for op in plan_observed(desired, Observation(dict(paths={"/x": renamed})))[0]] == ["chown"]
     by_id = dict(renamed, uid=0, gid=0)  # the host reader's: the ids decide
     assert plan_observed(desired, Observation(dict(paths={"/x": by_id})))[0] == []
+
+
+def test_a_file_to_remove_is_never_read_nor_hashed(host, monkeypatch):
+    # A teardown removes backing files of any size: reading one to hash it cost 32 s for
+    # 1 GiB on the lab's emulated target (and would not fit in memory on a real one).
+    old = str(host / "etc" / "old.conf")
+    params = params_for(host, absent=lambda a: a + [old])
+    lines = probe_lines(host, params)
+    assert "s 644 %s %s f %s" % (ME, MY_GROUP, old) in lines
+    assert not [line for line in lines if line.startswith("h ") and line.endswith(old)], lines
+    opened = []
+    real_open = open
+
+    def spy(path, *args, **kwargs):
+        opened.append(path)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(observation, "open", spy, raising=False)
+    on_host = host_observation(host, params)
+    assert on_host.doc["paths"][old]["sha256"] is None and "content" not in on_host.doc["paths"][old]
+    assert old not in opened and str(host / "etc" / "app.conf") in opened
+    assert shared(on_host.doc) == quickcheck.parse(lines)
+    ops = plan_observed(validate(params), on_host)[0]
+    assert dict(op="remove", path=old) in ops
+
+
+def test_a_file_read_without_its_content_is_read_again_when_its_content_is_planned(host):
+    app = str(host / "etc" / "app.conf")
+    seen = Observation(reader=HostReader("/", None))
+    assert seen.path(app)["sha256"] is None
+    assert seen.path(app, content=True)["content"] == b"key = 1\n"
+    assert seen.doc["paths"][app]["sha256"] is not None
 
 
 def test_the_first_refused_path_is_the_modules_error_and_the_rest_still_planned(tmp_path):
