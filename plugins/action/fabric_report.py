@@ -14,14 +14,16 @@ import datetime
 import json
 import os
 import re
-import shutil
 import socket
-import tempfile
 
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_text
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.atomic_write import write_atomically
+from ansible_collections.aiinfra.fabric.plugins.module_utils.atomic_write import (
+    publish_folder,
+    replace_symlink,
+    write_atomically,
+)
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.baseline import load_baseline, merge_baseline
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.checks import FAIL, normalize_references
 from ansible_collections.aiinfra.fabric.plugins.module_utils.report.collect import collect
@@ -93,21 +95,6 @@ def _results_path(path):
     if os.path.isdir(path) or not path.endswith(".json"):
         return os.path.join(path, "results.json")
     return path
-
-
-def _write_tree(final, files):
-    """Write the files into a private temporary folder beside ``final``, then rename it."""
-    parent = os.path.dirname(final)
-    tmp = tempfile.mkdtemp(prefix=".fabric_report-", dir=parent)
-    try:
-        for name, text in files.items():
-            with open(os.path.join(tmp, name), "w") as handle:
-                handle.write(text)
-        os.chmod(tmp, 0o755)
-        os.rename(tmp, final)
-    except Exception:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 class ActionModule(ControllerAction):
@@ -263,13 +250,12 @@ class ActionModule(ControllerAction):
         if not check_mode:
             if not os.path.isdir(output_dir):
                 os.makedirs(output_dir)
-            _write_tree(folder, files)
+            publish_folder(folder, files)
             if args["update_latest"]:
                 link = os.path.join(output_dir, "latest")
+                # (a folder or file of the user's named latest is left alone)
                 if os.path.islink(link) or not os.path.exists(link):
-                    tmp_link = link + ".tmp-%d" % os.getpid()
-                    os.symlink(run_id, tmp_link)
-                    os.rename(tmp_link, link)
+                    replace_symlink(link, run_id)
             if save_to and not failed:
                 previous = _read_data(save_to, "save_baseline") if os.path.exists(save_to) else None
                 merged = merge_baseline(json.loads(files["results.json"]), previous)

@@ -578,7 +578,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection imp
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connections import (
     connections_from_params, host_result, path_label,
 )
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.multipath import MultipathSysfs
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.multipath import IOPOLICIES, MultipathSysfs
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.multipath_run import (
     MultipathFailure, converge_multipath, native_multipath_check,
 )
@@ -588,7 +588,7 @@ SUBSYSTEM_SPEC = dict(
     nqn=dict(type="str", required=True),
     paths=dict(type="list", elements="dict", required=True, options=address_spec()),
     tls=dict(type="bool", default=False),
-    iopolicy=dict(type="str", choices=["numa", "round-robin", "queue-depth"]),
+    iopolicy=dict(type="str", choices=list(IOPOLICIES)),
     min_live_paths=dict(type="int"),
 )
 

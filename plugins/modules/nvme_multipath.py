@@ -295,7 +295,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.connection import ValidationError, validate_nqn
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.multipath import (
-    MultipathError, MultipathSysfs, validate_iopolicy,
+    IOPOLICIES, MultipathError, MultipathSysfs, validate_iopolicy,
 )
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.multipath_run import (
     MultipathFailure, converge_multipath, native_multipath_check,
@@ -306,7 +306,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             nqn=dict(type="list", elements="str", required=True),
-            iopolicy=dict(type="str", choices=["numa", "round-robin", "queue-depth"]),
+            iopolicy=dict(type="str", choices=list(IOPOLICIES)),
             require_native_multipath=dict(type="bool", default=True),
             min_live_paths=dict(type="int", default=0),
             wait_timeout=dict(type="int", default=60),

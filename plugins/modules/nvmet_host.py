@@ -115,7 +115,12 @@ operations:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import HOST_KEY_FIELDS, NvmetError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import (
+    DHGROUPS,
+    HASHES,
+    HOST_KEY_FIELDS,
+    NvmetError,
+)
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.model import ConfigfsTree, masked_host
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.planner import plan_host
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.result import apply_and_exit
@@ -139,9 +144,8 @@ def main():
             state=dict(type="str", default="present", choices=["present", "absent"]),
             dhchap_key=dict(type="str", no_log=True),
             dhchap_ctrl_key=dict(type="str", no_log=True),
-            dhchap_hash=dict(type="str", choices=["hmac(sha256)", "hmac(sha384)", "hmac(sha512)"]),
-            dhchap_dhgroup=dict(type="str", choices=["null", "ffdhe2048", "ffdhe3072", "ffdhe4096", "ffdhe6144",
-                                                     "ffdhe8192"]),
+            dhchap_hash=dict(type="str", choices=list(HASHES)),
+            dhchap_dhgroup=dict(type="str", choices=list(DHGROUPS)),
             force=dict(type="bool", default=False),
             configfs_root=dict(type="path", default="/sys/kernel/config"),
         ),

@@ -13,7 +13,12 @@ import os
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils import transports
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.canonical import effective_inline_data_size
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import IDENTITY_ATTRS, NAMESPACE_FILES, NvmetError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import (
+    HOST_DEFAULTS,
+    IDENTITY_ATTRS,
+    NAMESPACE_FILES,
+    NvmetError,
+)
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.discovery import REFERRAL_FIELDS
 
 
@@ -131,8 +136,7 @@ def simulate(state, ops):
         if top == "hosts":
             nqn = parts[1]
             if op.kind == "mkdir":
-                st["hosts"][nqn] = {"hostnqn": nqn, "dhchap_key": None, "dhchap_ctrl_key": None,
-                                    "dhchap_hash": "hmac(sha256)", "dhchap_dhgroup": "null"}
+                st["hosts"][nqn] = dict({"hostnqn": nqn}, **HOST_DEFAULTS)
             elif op.kind == "rmdir":
                 st["hosts"].pop(nqn, None)
             elif op.kind == "write":

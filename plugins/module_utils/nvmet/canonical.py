@@ -17,6 +17,7 @@ import os
 import re
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils import transports
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import NvmetError
 
 SERIAL_MAX = 20  # NVMET_SN_MAX_SIZE: stored space-padded to 20 bytes, shown with the padding
 MODEL_MAX = 40  # NVMET_MN_MAX_SIZE
@@ -34,8 +35,8 @@ except (ValueError, OSError, AttributeError):  # pragma: no cover - every Linux 
 _KSTRTOBOOL = {"1": "1", "y": "1", "t": "1", "0": "0", "n": "0", "f": "0"}
 
 
-class KernelRejects(ValueError):
-    """The kernel would refuse this value; ``str()`` says why."""
+class KernelRejects(NvmetError, ValueError):
+    """The kernel would refuse this value; ``str()`` says why (still a ValueError, as it was)."""
 
 
 def _printable(value, limit, what):

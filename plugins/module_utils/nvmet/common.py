@@ -40,7 +40,15 @@ PORT_ADDR_FIELDS = ("adrfam", "traddr", "trsvcid", "trtype", "treq", "tsas")
 # Written in this order: the kernel derives tsas/treq defaults from trtype.
 PORT_WRITE_ORDER = ("trtype", "adrfam", "traddr", "trsvcid", "treq", "tsas")
 HOST_KEY_FIELDS = ("dhchap_key", "dhchap_ctrl_key")
+# A host entry's files, in the order they are written: keys before the hash, because
+# writing a transformed key can set the hash.
 HOST_FIELDS = ("dhchap_key", "dhchap_ctrl_key", "dhchap_hash", "dhchap_dhgroup")
+# What the kernel shows in a host entry it has just made (mkdir hosts/<nqn>).
+HOST_DEFAULTS = dict(zip(HOST_FIELDS, (None, None, "hmac(sha256)", "null")))
+# DH-HMAC-CHAP: the HMACs and Diffie-Hellman groups nvmet takes (nvmet_host's choices,
+# the checks of validate.py and document.py).
+HASHES = ("hmac(sha256)", "hmac(sha384)", "hmac(sha512)")
+DHGROUPS = ("null", "ffdhe2048", "ffdhe3072", "ffdhe4096", "ffdhe6144", "ffdhe8192")
 
 _UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 _NQN_UUID_PREFIX = "nqn.2014-08.org.nvmexpress:uuid:"

@@ -18,6 +18,8 @@ import stat
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import canonical
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import (
     ANA_GRPID_MAX,
+    DHGROUPS,
+    HASHES,
     MASK,
     NSID_MAX,
     PORT_ADDR_FIELDS,
@@ -60,8 +62,6 @@ KEYS = {
 }
 # nvmetcli writes these passthru attributes with the kernel's defaults.
 PASSTHRU_DEFAULTS = (("admin_timeout", "0"), ("io_timeout", "0"), ("clear_ids", "1"))
-HASHES = ("hmac(sha256)", "hmac(sha384)", "hmac(sha512)")
-DHGROUPS = ("null", "ffdhe2048", "ffdhe3072", "ffdhe4096", "ffdhe6144", "ffdhe8192")
 _BOOLS = ("0", "1")
 
 

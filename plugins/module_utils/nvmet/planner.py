@@ -16,6 +16,7 @@ import ipaddress
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.applier import simulate
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.canonical import ANA_ACCESSIBLE, effective_inline_data_size
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import (
+    HOST_FIELDS,
     HOST_KEY_FIELDS,
     IDENTITY_ATTRS,
     NAMESPACE_DISABLED_ONLY,
@@ -113,8 +114,8 @@ def plan_host(state, spec, conns=None, force=False):
     if cur is None:
         ops.append(Op("mkdir", rel))
         cur = {}
-    # Keys before hash: writing a transformed key can set the hash.
-    for field in ("dhchap_key", "dhchap_ctrl_key", "dhchap_hash", "dhchap_dhgroup"):
+    # In HOST_FIELDS's order: keys before hash, as writing a transformed key can set the hash.
+    for field in HOST_FIELDS:
         want = spec.get(field)
         if want is not None and cur.get(field) != want:
             ops.append(Op("write", "%s/%s" % (rel, field), want, secret=field in HOST_KEY_FIELDS))

@@ -13,10 +13,12 @@ still removes exactly what converge made, and nothing another tool or subsystem 
 
 from __future__ import annotations
 
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import NvmetError
+
 VERSION = 2
 
 
-class RecordError(Exception):
+class RecordError(NvmetError):
     """A teardown the record cannot support (a name it does not list); nothing was changed."""
 
 

@@ -14,10 +14,10 @@ them with NQNs, it never reads or logs one.
 
 from __future__ import annotations
 
-DISCOVERY_NQN = "nqn.2014-08.org.nvmexpress.discovery"
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import DISCOVERY_NQN, NvmetError
 
 
-class TlsKeyError(Exception):
+class TlsKeyError(NvmetError):
     """A host allowed on a port that requires TLS has no PSK; ``errors`` lists each."""
 
     def __init__(self, errors):

@@ -27,6 +27,7 @@ import posixpath
 import re
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils import transports
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import NvmetError
 
 BY_ID = "/dev/disk/by-id/"
 # The role's ports are IP addresses with service ids and firewall rules.
@@ -59,7 +60,7 @@ def _short_names(error):
     return error.replace("nvmeof_target.", "nvmeof_target_")
 
 
-class TopologyError(Exception):
+class TopologyError(NvmetError):
     """The variables are wrong; ``errors`` lists every problem, each starting with its place."""
 
     def __init__(self, errors):

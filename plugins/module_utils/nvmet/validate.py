@@ -21,6 +21,8 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import canoni
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import (
     ADRFAMS,
     ANA_GRPID_MAX,
+    DHGROUPS,
+    HASHES,
     HOST_KEY_FIELDS,
     DISCOVERY_NQN,
     IDENTITY_ATTRS,
@@ -188,11 +190,11 @@ def normalize_host(spec):
     if s.get("dhchap_ctrl_key") and not s.get("dhchap_key"):
         raise NvmetError("dhchap_ctrl_key: bidirectional authentication also needs dhchap_key (the host key)")
     h = s.get("dhchap_hash")
-    if h is not None and h not in ("hmac(sha256)", "hmac(sha384)", "hmac(sha512)"):
-        raise NvmetError("dhchap_hash: %r is not one of hmac(sha256), hmac(sha384), hmac(sha512)" % h)
+    if h is not None and h not in HASHES:
+        raise NvmetError("dhchap_hash: %r is not one of %s" % (h, ", ".join(HASHES)))
     g = s.get("dhchap_dhgroup")
-    if g is not None and g not in ("null", "ffdhe2048", "ffdhe3072", "ffdhe4096", "ffdhe6144", "ffdhe8192"):
-        raise NvmetError("dhchap_dhgroup: %r is not one of null, ffdhe2048, ffdhe3072, ffdhe4096, ffdhe6144, ffdhe8192" % g)
+    if g is not None and g not in DHGROUPS:
+        raise NvmetError("dhchap_dhgroup: %r is not one of %s" % (g, ", ".join(DHGROUPS)))
     return s
 
 

@@ -1,6 +1,6 @@
 """The collection's one atomic writer (module_utils/atomic_write.py): the mode is set before the
 first byte, the old file survives a failed write whole, the file and its folder are fsynced,
-and nothing is left behind."""
+and nothing is left behind. The same for a folder published whole and a link moved."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils import atomic_write
 from ansible_collections.aiinfra.fabric.plugins.module_utils.atomic_write import (
-    file_mode, mode_text, write_atomically,
+    file_mode, mode_text, publish_folder, replace_symlink, write_atomically,
 )
 
 
@@ -74,3 +74,77 @@ def test_the_file_and_its_folder_are_fsynced(monkeypatch, tmp_path):
 def test_modes_as_results_show_them(tmp_path):
     assert mode_text(0o600) == "0600" and mode_text(0o4755) == "4755" and mode_text(None) is None
     assert file_mode(str(tmp_path / "missing")) is None
+
+
+def _record_fsyncs(monkeypatch):
+    """Every fsync, as the path of what was synced (through /proc/self/fd)."""
+    synced = []
+    real = os.fsync
+
+    def fsync(fd):
+        synced.append(os.readlink("/proc/self/fd/%d" % fd))
+        real(fd)
+    monkeypatch.setattr(atomic_write.os, "fsync", fsync)
+    return synced
+
+
+def test_a_folder_is_published_whole_and_on_disk(monkeypatch, tmp_path):
+    synced = _record_fsyncs(monkeypatch)
+    old = os.umask(0o022)
+    try:
+        publish_folder(str(tmp_path / "run1"), {"results.json": "{}\n", "report.html": "caf\u00e9", "p.png": b"\x89PNG"})
+    finally:
+        os.umask(old)
+    run = tmp_path / "run1"
+    assert sorted(os.listdir(str(tmp_path))) == ["run1"]
+    assert (run / "results.json").read_text() == "{}\n" and (run / "report.html").read_bytes() == b"caf\xc3\xa9"
+    assert (run / "p.png").read_bytes() == b"\x89PNG"
+    assert file_mode(str(run)) == 0o755 and file_mode(str(run / "results.json")) == 0o644  # as open(.., "w") makes it
+    # Each file, then the temporary folder (its entries), then the parent (the rename).
+    assert len(synced) == 5 and synced[-1] == str(tmp_path)
+    assert all(os.path.basename(os.path.dirname(p)).startswith(".run1.") for p in synced[:3])
+    assert os.path.basename(synced[3]).startswith(".run1.")
+
+
+def test_a_folder_that_fails_leaves_nothing(monkeypatch, tmp_path):
+    (tmp_path / "run1").mkdir()
+    (tmp_path / "run1" / "kept").write_text("old")
+    with pytest.raises(OSError):
+        publish_folder(str(tmp_path / "run1"), {"a": "x"})  # a folder with content is not replaced
+    assert sorted(os.listdir(str(tmp_path))) == ["run1"] and os.listdir(str(tmp_path / "run1")) == ["kept"]
+
+    def full(fd, data):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(atomic_write.os, "write", full)
+    with pytest.raises(OSError, match="No space"):
+        publish_folder(str(tmp_path / "run2"), {"a": "x"})
+    assert sorted(os.listdir(str(tmp_path))) == ["run1"]
+
+
+def test_a_link_is_moved_in_one_rename_and_on_disk(monkeypatch, tmp_path):
+    (tmp_path / "run1").mkdir()
+    (tmp_path / "run2").mkdir()
+    link = str(tmp_path / "latest")
+    replace_symlink(link, "run1")
+    assert os.readlink(link) == "run1"
+    synced = _record_fsyncs(monkeypatch)
+    renames = []
+    real_replace = os.replace
+
+    def replace(src, dst):
+        renames.append((os.path.basename(src), os.path.basename(dst), os.readlink(src)))
+        real_replace(src, dst)
+    monkeypatch.setattr(atomic_write.os, "replace", replace)
+    replace_symlink(link, "run2")
+    assert os.readlink(link) == "run2"
+    assert len(renames) == 1 and renames[0][1:] == ("latest", "run2") and renames[0][0].startswith("latest.")
+    assert synced == [str(tmp_path)]
+    assert sorted(os.listdir(str(tmp_path))) == ["latest", "run1", "run2"]
+
+
+def test_a_link_that_cannot_replace_leaves_nothing(tmp_path):
+    (tmp_path / "latest").mkdir()
+    (tmp_path / "latest" / "mine").write_text("x")
+    with pytest.raises(OSError):
+        replace_symlink(str(tmp_path / "latest"), "run1")
+    assert os.listdir(str(tmp_path)) == ["latest"] and os.listdir(str(tmp_path / "latest")) == ["mine"]

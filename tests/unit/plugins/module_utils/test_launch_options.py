@@ -16,6 +16,7 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi import launcher
 from ansible_collections.aiinfra.fabric.plugins.module_utils.mpi.errors import MpiError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nccl.errors import NcclError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.errors import NvmeError
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import NvmetError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.sweep.errors import SweepError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.tls.errors import TlsError
 from ansible_collections.aiinfra.fabric.plugins.modules import fabric_sweep, mpi_run, nccl_test
@@ -201,6 +202,10 @@ FAMILIES = {
                          "multipath.MultipathError", "multipath_run.MultipathFailure", "signatures.SignatureError",
                          "rdma_link.RdmaLinkError", "fio.FioError", "heal.HealError", "health.HealthError"]),
     TlsError: ("tls", ["psk.PskError", "kernel_keys.KernelKeyError", "load.KeyringError"]),
+    # nvmet's base lives in common.py, which the boot restorer carries (an errors.py would be
+    # one more file on the target for one class).
+    NvmetError: ("nvmet", ["document.DocumentError", "record.RecordError", "tls_keys.TlsKeyError",
+                           "topology.TopologyError", "canonical.KernelRejects"]),
     MpiError: ("mpi", ["launcher.LauncherError", "sbatch.BatchError", "sbatch.UnsafeOutput", "job.MpiJobError",
                        "expect.ExpectError"]),
     NcclError: ("nccl", ["command.NcclTestsError", "catalog.CatalogError", "transport.TransportError",
@@ -220,14 +225,14 @@ def test_each_package_has_one_error_family(base):
         cls = getattr(importlib.import_module("ansible_collections.aiinfra.fabric.plugins.module_utils.%s.%s"
                                               % (package, module)), name)
         assert issubclass(cls, base), member
-        if base in (MpiError, NcclError, SweepError) or name in ("ValidationError", "MultipathError", "PskError"):
+        if base in (MpiError, NcclError, SweepError) or name in ("ValidationError", "MultipathError", "PskError",
+                                                                 "KernelRejects"):
             # These were ValueErrors; the family keeps them so.
             assert issubclass(cls, ValueError), member
         found.add(member)
     # Every public exception class of the package is in the family (private stop signals aside).
     # (Constructors differ - FioError(msg, **details), NvmeCliError(argv, rc, ...) - so none is built here.)
-    here = os.path.dirname(importlib.import_module(
-        "ansible_collections.aiinfra.fabric.plugins.module_utils.%s.errors" % package).__file__)
+    here = os.path.dirname(importlib.import_module(base.__module__).__file__)
     declared = set()
     for filename in sorted(os.listdir(here)):
         if not filename.endswith(".py") or filename == "errors.py":
@@ -238,7 +243,21 @@ def test_each_package_has_one_error_family(base):
             if isinstance(value, type) and issubclass(value, Exception) and value.__module__ == mod.__name__ \
                     and not name.startswith("_"):
                 declared.add("%s.%s" % (filename[:-3], name))
+    declared.discard("%s.%s" % (base.__module__.rsplit(".", 1)[1], base.__name__))
     assert declared - SHARED_COMMAND_ERRORS == found
+
+
+def test_the_nvmet_members_keep_their_messages_and_gain_msg():
+    """nvmet modules report ``exc.msg``: each member has it, equal to its message as before."""
+    from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import canonical, record, tls_keys, topology
+    for exc in (topology.TopologyError(["a: bad", "b: bad"]), tls_keys.TlsKeyError(["h: no PSK"]),
+                record.RecordError("x: not in the record"), canonical.KernelRejects("'x' is not a boolean")):
+        assert isinstance(exc, NvmetError) and exc.msg == str(exc) and exc.applied == []
+    assert str(topology.TopologyError(["a: bad", "b: bad"])) == (
+        "nvmeof_target: 2 error(s) in the variables, nothing was changed: a: bad; b: bad")
+    assert topology.TopologyError(["a: bad"]).errors == ["a: bad"]
+    with pytest.raises(ValueError, match="is not a boolean"):
+        canonical.kstrtobool("maybe", "enable")
 
 
 # The command runner's failure (nvme/runner.py) is the one exception both packages' command

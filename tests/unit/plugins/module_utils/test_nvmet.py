@@ -684,6 +684,14 @@ def test_host_plan_masks_keys_and_is_idempotent():
     assert texts(plan_host(linked_state(), new_key)) == ["write hosts/%s/dhchap_key = ********" % HOST]
 
 
+def test_a_new_host_is_predicted_as_the_kernel_makes_it(root):
+    """simulate's new host (common.HOST_DEFAULTS) is what the reader reads from a fresh entry."""
+    predicted = simulate(empty_state(), [Op("mkdir", "hosts/" + HOST)])["hosts"][HOST]
+    fake_host(root, HOST)
+    assert predicted == ConfigfsTree(root).read_host(HOST)
+    assert list(predicted) == ["hostnqn", "dhchap_key", "dhchap_ctrl_key", "dhchap_hash", "dhchap_dhgroup"]
+
+
 def test_host_absent_while_allowed_needs_force():
     spec = {"hostnqn": HOST, "state": "absent"}
     with pytest.raises(NvmetError, match="is in allowed_hosts of subsystem"):
