@@ -61,41 +61,56 @@ def write_atomically(path, data, mode=SECRET_MODE, dir_mode=0o700, uid=None, gid
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         os.makedirs(directory, dir_mode)
-    if not isinstance(data, bytes):
-        data = data.encode("utf-8")
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
     try:
         try:
             os.fchmod(fd, mode)
             if uid is not None or gid is not None:
                 os.fchown(fd, -1 if uid is None else uid, -1 if gid is None else gid)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
+            _write_fd(fd, data)
         finally:
             os.close(fd)
+    except BaseException:
+        _discard(tmp)
+        raise
+    _rename_over(tmp, path, directory)
+
+
+def _discard(path):
+    """Remove a temporary file or link of ours, if it is still there."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _rename_over(tmp, path, directory):
+    """Rename tmp over path (tmp is removed when that fails), then fsync the folder holding
+    both, so that the rename itself is on disk."""
+    try:
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        _discard(tmp)
         raise
     fsync_dir(directory)
+
+
+def _write_fd(fd, data):
+    """Write all of data (bytes, or text as UTF-8) to the open file fd, and fsync it."""
+    if not isinstance(data, bytes):
+        data = data.encode("utf-8")
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.fsync(fd)
 
 
 def _write_new(path, data):
     """Create path (it must not exist) as open(path, "w") would - mode 0666 less the umask -
     write data (bytes, or text as UTF-8) and fsync it."""
-    if not isinstance(data, bytes):
-        data = data.encode("utf-8")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
+        _write_fd(fd, data)
     finally:
         os.close(fd)
 
@@ -140,12 +155,4 @@ def replace_symlink(link, target):
             continue
     else:  # pragma: no cover - 100 random names taken
         raise FileExistsError("no free temporary name beside %s" % link)
-    try:
-        os.replace(tmp, link)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    fsync_dir(parent)
+    _rename_over(tmp, link, parent)
