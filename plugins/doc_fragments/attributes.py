@@ -33,16 +33,16 @@ attributes:
     support: full
 """
 
-    # For modules that only read: they change nothing, so check mode is complete.
+    # For modules that only read (nvme_health, nvmet_info): they change nothing, so check mode is complete.
     INFO_MODULE = r"""
 options: {}
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
+    description: Can run in check mode.
     support: full
     details: This module only reads; it behaves the same in check mode.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    description: Would return the change as a diff.
     support: N/A
     details: This module changes nothing, so it has no diff.
 """

@@ -29,15 +29,6 @@ requirements:
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
   - aiinfra.fabric.attributes.info_module
-attributes:
-  check_mode:
-    description: Can run in check mode.
-    support: full
-    details: This module only reads; it behaves the same in check mode.
-  diff_mode:
-    description: Would return the change as a diff.
-    support: N/A
-    details: This module changes nothing, so it has no diff.
 options:
   subsystems:
     description:

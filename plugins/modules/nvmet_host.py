@@ -22,12 +22,10 @@ description:
   - Keys cannot be cleared in place (the kernel refuses an empty key); remove and recreate the host instead.
 author:
   - aiinfra.fabric developers (@aiinfra)
-requirements:
-  - Linux with the nvmet kernel module and configfs mounted at O(configfs_root) (C(/sys/kernel/config)); the
-    transport modules (C(nvmet-tcp), C(nvmet-rdma)) for the ports. Python 3 on the target; no nvmetcli.
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
   - aiinfra.fabric.attributes.declarative
+  - aiinfra.fabric.nvmet
 attributes:
   diff_mode:
     details: Keys appear in the diff only as C(hidden, unchanged) or C(hidden, changed).
@@ -59,10 +57,6 @@ options:
     description: Remove the host even while subsystems list it (they are unlinked first).
     type: bool
     default: false
-  configfs_root:
-    description: Where configfs is mounted.
-    type: path
-    default: /sys/kernel/config
 seealso:
   - module: aiinfra.fabric.nvmet_subsystem
 """

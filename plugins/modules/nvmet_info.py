@@ -17,26 +17,10 @@ description:
   - DH-HMAC-CHAP keys are masked as C(********).
 author:
   - aiinfra.fabric developers (@aiinfra)
-requirements:
-  - Linux with the nvmet kernel module and configfs mounted at O(configfs_root) (C(/sys/kernel/config)); the
-    transport modules (C(nvmet-tcp), C(nvmet-rdma)) for the ports. Python 3 on the target; no nvmetcli.
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
   - aiinfra.fabric.attributes.info_module
-attributes:
-  check_mode:
-    description: Can run in check mode.
-    support: full
-    details: This module only reads; it behaves the same in check mode.
-  diff_mode:
-    description: Would return the change as a diff.
-    support: N/A
-    details: This module changes nothing, so it has no diff.
-options:
-  configfs_root:
-    description: Where configfs is mounted.
-    type: path
-    default: /sys/kernel/config
+  - aiinfra.fabric.nvmet
 notes:
   - Fails when C(<configfs_root>/nvmet) does not exist (nvmet kernel module not loaded).
 seealso:

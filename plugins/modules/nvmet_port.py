@@ -23,12 +23,10 @@ description:
     example C(nvmet_tcp) for tcp, C(nvme_loop) for loop) is loaded and that listed subsystems exist.
 author:
   - aiinfra.fabric developers (@aiinfra)
-requirements:
-  - Linux with the nvmet kernel module and configfs mounted at O(configfs_root) (C(/sys/kernel/config)); the
-    transport modules (C(nvmet-tcp), C(nvmet-rdma)) for the ports. Python 3 on the target; no nvmetcli.
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
   - aiinfra.fabric.attributes.declarative
+  - aiinfra.fabric.nvmet
 options:
   port_id:
     description: Port id, 0 to 65535 (the directory name under C(ports/)).
@@ -163,10 +161,6 @@ options:
         refused without O(force).
     type: bool
     default: false
-  configfs_root:
-    description: Where configfs is mounted.
-    type: path
-    default: /sys/kernel/config
 notes:
   - Needs the C(nvmet) kernel module and the transport's module loaded; loading them is the role's job
     (community.general.modprobe).

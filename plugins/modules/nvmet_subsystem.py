@@ -31,12 +31,10 @@ description:
   - All input is validated before anything is touched.
 author:
   - aiinfra.fabric developers (@aiinfra)
-requirements:
-  - Linux with the nvmet kernel module and configfs mounted at O(configfs_root) (C(/sys/kernel/config)); the
-    transport modules (C(nvmet-tcp), C(nvmet-rdma)) for the ports. Python 3 on the target; no nvmetcli.
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
   - aiinfra.fabric.attributes.declarative
+  - aiinfra.fabric.nvmet
 options:
   nqn:
     description:
@@ -137,10 +135,6 @@ options:
         every subsystem linked to that port. When nothing can be read, the change is refused without O(force).
     type: bool
     default: false
-  configfs_root:
-    description: Where configfs is mounted.
-    type: path
-    default: /sys/kernel/config
 notes:
   - Needs the C(nvmet) kernel module loaded (C(<configfs_root>/nvmet) must exist).
   - The domain logic lives in the C(nvmet) module_utils, which has no Ansible dependency and can restore an

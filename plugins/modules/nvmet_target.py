@@ -32,12 +32,10 @@ description:
     (C(<configfs>/nvmet/discovery_nqn), Linux 6.6 and later), so an unedited nvmetcli save file is a valid document."
 author:
   - aiinfra.fabric developers (@aiinfra)
-requirements:
-  - Linux with the nvmet kernel module and configfs mounted at O(configfs_root) (C(/sys/kernel/config)); the
-    transport modules (C(nvmet-tcp), C(nvmet-rdma)) for the ports. Python 3 on the target; no nvmetcli.
 extends_documentation_fragment:
   - aiinfra.fabric.attributes
   - aiinfra.fabric.attributes.declarative
+  - aiinfra.fabric.nvmet
 attributes:
   diff_mode:
     details: Before and after are the whole target in the save-file schema, with DH-HMAC-CHAP keys masked.
@@ -183,10 +181,6 @@ options:
       - In check mode with planned changes the file is reported as V(would write) without comparing it.
       - With O(remove), see there.
     type: path
-  configfs_root:
-    description: Where configfs is mounted.
-    type: path
-    default: /sys/kernel/config
 notes:
   - The nvmet module and the transport modules of the document's ports must be loaded (community.general.modprobe).
 seealso:

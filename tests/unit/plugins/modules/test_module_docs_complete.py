@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 """Every module's documentation is complete the way the docs site and Galaxy need it:
 each return value has a sample, each dict (and list of dicts) return value says what it
-contains, each module lists its requirements, and each author has a GitHub handle.
+contains, each module lists its requirements (itself or through one of the collection's doc
+fragments, as ansible-doc shows them), and each author has a GitHub handle.
 
 The DOCUMENTATION and RETURN strings are read from the module files with ast (the
 modules are not imported), so a module that fails to import is still checked here."""
@@ -34,6 +35,31 @@ def module_docs(path):
             if name in ("DOCUMENTATION", "RETURN") and isinstance(node.value, ast.Constant):
                 found[name] = yaml.safe_load(node.value.value)
     return found.get("DOCUMENTATION") or {}, found.get("RETURN") or {}
+
+
+def fragment_doc(name):
+    """The DOCUMENTATION of the collection's doc fragment ``aiinfra.fabric.<file>[.<variant>]``,
+    parsed from plugins/doc_fragments/<file>.py with ast; None for a fragment from elsewhere."""
+    parts = name.split(".")
+    if parts[:2] != ["aiinfra", "fabric"] or len(parts) not in (3, 4):
+        return None
+    attr = parts[3].upper() if len(parts) == 4 else "DOCUMENTATION"
+    path = os.path.join(TOP, "plugins", "doc_fragments", parts[2] + ".py")
+    with open(path) as f:
+        tree = ast.parse(f.read(), path)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and node.targets[0].id == attr and isinstance(node.value, ast.Constant):
+            return yaml.safe_load(node.value.value) or {}
+    raise AssertionError("doc fragment %s not found in %s" % (name, path))
+
+
+def requirements(doc):
+    """The module's requirements and those of the collection's doc fragments it extends."""
+    reqs = list(doc.get("requirements") or [])
+    for name in doc.get("extends_documentation_fragment") or []:
+        reqs += (fragment_doc(name) or {}).get("requirements") or []
+    return reqs
 
 
 def return_problems(ret, prefix="", top=True):
@@ -78,8 +104,7 @@ def test_return_values_have_samples_and_contains(path):
 
 @pytest.mark.parametrize("path", MODULES, ids=module_ids())
 def test_requirements_listed(path):
-    doc = module_docs(path)[0]
-    reqs = doc.get("requirements")
+    reqs = requirements(module_docs(path)[0])
     assert isinstance(reqs, list) and reqs and all(isinstance(r, str) and r.strip() for r in reqs), \
         "requirements: %r" % (reqs,)
 
@@ -120,6 +145,8 @@ def test_the_checks_catch_what_they_look_for():
         "rows.inner: a dict without contains",
         "untyped_list: a list without elements (the type of its items)",
     ]
+    assert requirements({"extends_documentation_fragment": ["aiinfra.fabric.nvmet"]})
+    assert not requirements({"extends_documentation_fragment": ["aiinfra.fabric.attributes.info_module"]})
     assert AUTHOR.match("aiinfra.fabric developers (@aiinfra)")
     assert not AUTHOR.match("aiinfra.fabric contributors (!UNKNOWN)")
     assert not AUTHOR.match("Jane Doe")
