@@ -54,19 +54,16 @@ def sysfs_module(name):
     return name.replace("-", "_")
 
 
-def read_path(root, path, want_content=False):
-    """What is at path: None when nothing, else type, mode, uid, gid (and content bytes)."""
+def read_path(root, path):
+    """What is at path: None when nothing, else type, mode, uid and gid (never the content:
+    HostReader.path reads that, for the files whose content is planned)."""
     full = under(root, path)
     try:
         st = os.lstat(full)
     except FileNotFoundError:
         return None
     kind = "directory" if stat.S_ISDIR(st.st_mode) else "file" if stat.S_ISREG(st.st_mode) else "other"
-    out = dict(type=kind, mode=stat.S_IMODE(st.st_mode), uid=st.st_uid, gid=st.st_gid)
-    if kind == "file" and want_content:
-        with open(full, "rb") as fh:
-            out["content"] = fh.read()
-    return out
+    return dict(type=kind, mode=stat.S_IMODE(st.st_mode), uid=st.st_uid, gid=st.st_gid)
 
 
 def _name(lookup, number):
