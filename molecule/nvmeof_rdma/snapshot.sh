@@ -17,8 +17,8 @@ echo "## loop devices"
 losetup -a | sort
 echo "## /etc/nvme"
 find /etc/nvme -type f -exec sha256sum {} + 2>/dev/null | sort
-echo "## /etc/nvmet, /var/lib/nvmet, /var/lib/aiinfra-fabric, /usr/local/libexec/aiinfra-fabric"
-find /etc/nvmet /var/lib/nvmet /var/lib/aiinfra-fabric /usr/local/libexec/aiinfra-fabric 2>/dev/null | sort
+echo "## /etc/nvmet, /var/lib/nvmet, /var/lib/aiinfra-fabric, /usr/local/libexec/aiinfra-fabric, /var/cache/aiinfra-fabric, /etc/nvme/aiinfra-fabric"
+find /etc/nvmet /var/lib/nvmet /var/lib/aiinfra-fabric /usr/local/libexec/aiinfra-fabric /var/cache/aiinfra-fabric /etc/nvme/aiinfra-fabric 2>/dev/null | sort
 echo "## /etc/modules-load.d"
 find /etc/modules-load.d -type f -exec sha256sum {} + | sort
 echo "## systemd units in /etc"

@@ -321,6 +321,7 @@ operations:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils import transports
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.canonical import ANA_STATES
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import NvmetError
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.model import ConfigfsTree, export_port
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.planner import plan_port
@@ -343,8 +344,7 @@ def main():
             params=dict(type="dict", default={}),
             ana_groups=dict(type="list", elements="dict", options=dict(
                 grpid=dict(type="int", required=True),
-                state=dict(type="str", choices=["optimized", "non-optimized", "inaccessible", "persistent-loss",
-                                                "change"]),
+                state=dict(type="str", choices=list(ANA_STATES)),
             )),
             purge_ana_groups=dict(type="bool", default=False),
             referrals=dict(type="list", elements="dict", options=dict(

@@ -37,8 +37,10 @@ def mounted_on(mounts, mount_point):
 
 def read_records(lines):
     """The teardown probe's lines (tasks/teardown.yml: each record file's JSON, one line
-    each, then "marker NAME" lines) -> {records: [dict], markers: [name]}."""
-    out = {"records": [], "markers": []}
+    each, "marker NAME" lines, and "cache f PATH" / "cache d PATH" for each file and folder
+    of the path healer's bytecode cache, deepest first) -> {records: [dict], markers:
+    [name], cache: {files: [path], dirs: [path]}}."""
+    out = {"records": [], "markers": [], "cache": {"files": [], "dirs": []}}
     for line in lines or []:
         line = line.rstrip("\r")
         if line.startswith("{"):
@@ -48,6 +50,8 @@ def read_records(lines):
                 raise InitiatorStateError("a record of this role on the host is not JSON (%s): %s" % (exc, line[:80]))
         elif line.startswith("marker "):
             out["markers"].append(line[7:])
+        elif line.startswith(("cache f /", "cache d /")):
+            out["cache"]["files" if line[6] == "f" else "dirs"].append(line[8:])
     return out
 
 

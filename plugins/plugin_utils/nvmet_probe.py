@@ -34,7 +34,7 @@ import binascii
 import json
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.hostconfig.quickcheck import parse as parse_host_state
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.snapshot import parse_probe
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.snapshot import SnapshotTree, parse_probe
 
 # host_state.sh's line kinds (files/host_state.sh): p s h m l u r.
 _HOST_STATE_KINDS = frozenset("pshmlur")
@@ -55,27 +55,20 @@ def _record(data):
 def configfs_objects(lines):
     """What configfs holds now, in nvmet_info's shape and only the keys the teardown
     plans with: ``subsystems`` [{nqn, allowed_hosts}] and ``ports`` [{portid, subsystems}],
-    sorted by name as configfs lists them. Empty lists without configfs."""
+    sorted by name as configfs lists them, listed through the probe's copy of configfs
+    (SnapshotTree), as ConfigfsTree lists the kernel's. Empty lists without configfs."""
     try:
-        snap = parse_probe(lines)
+        tree = SnapshotTree(parse_probe(lines))
     except ValueError as exc:
         raise ProbeError("the probe's copy of configfs cannot be read: %s" % exc)
-    if not snap.configfs:
+    if not tree.exists():
         return {"subsystems": [], "ports": []}
-
-    def dirs(parent):
-        return [n for n in snap.children.get(parent, []) if snap.entries.get(parent + "/" + n) == "d"]
-
-    def names(parent):
-        return list(snap.children.get(parent, []))
-
-    subsystems = [{"nqn": n, "allowed_hosts": names("subsystems/%s/allowed_hosts" % n)} for n in dirs("subsystems")]
-    ports = []
-    for n in dirs("ports"):
-        # A port folder is its number; one that is not (none the kernel makes) is left out
-        # rather than failing a teardown over it.
-        if n.isdigit():
-            ports.append({"portid": int(n), "subsystems": names("ports/%s/subsystems" % n)})
+    subsystems = [{"nqn": n, "allowed_hosts": tree.names("subsystems/%s/allowed_hosts" % n)}
+                  for n in tree.names("subsystems")]
+    # A port folder is its number; one that is not (none the kernel makes) is left out
+    # rather than failing a teardown over it, as ConfigfsTree.read leaves it out.
+    ports = [{"portid": int(n), "subsystems": tree.names("ports/%s/subsystems" % n)}
+             for n in tree.names("ports") if n.isdigit()]
     ports.sort(key=lambda p: p["portid"])
     return {"subsystems": subsystems, "ports": ports}
 

@@ -27,8 +27,6 @@ from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.errors import 
 IOPOLICIES = ("numa", "round-robin", "queue-depth")
 # "queue-depth" was added to nvme-multipath in Linux 6.11.
 IOPOLICY_MIN_KERNEL = {"queue-depth": (6, 11)}
-# ANA states as the kernel prints them (nvme_ana_state_names).
-ANA_STATES = ("optimized", "non-optimized", "inaccessible", "persistent-loss", "change")
 
 _SUBSYS = re.compile(r"^nvme-subsys(\d+)$")
 _CTRL = re.compile(r"^nvme(\d+)$")

@@ -122,9 +122,9 @@ class ConfigfsTree(object):
         Use :func:`masked_host` or :func:`to_savefile` before showing hosts.
         """
         return {
-            "hosts": dict((n, self.read_host(n)) for n in self._list("hosts")),
-            "ports": dict((int(p), self.read_port(p)) for p in self._list("ports") if p.isdigit()),
-            "subsystems": dict((n, self.read_subsystem(n)) for n in self._list("subsystems")),
+            "hosts": dict((n, self.read_host(n)) for n in self.names("hosts")),
+            "ports": dict((int(p), self.read_port(p)) for p in self.names("ports") if p.isdigit()),
+            "subsystems": dict((n, self.read_subsystem(n)) for n in self.names("subsystems")),
             "discovery_nqn": self._get("discovery_nqn"),
         }
 
@@ -179,7 +179,8 @@ class ConfigfsTree(object):
         prefix = self.nvmet + "/" + rel + "/"
         return [_attr(prefix + name) for name in names]
 
-    def _list(self, rel):
+    def names(self, rel):
+        """The entries of a configfs directory, sorted ([] when it does not exist)."""
         return self._get(rel, is_dir=True) or []
 
     def read_host(self, nqn):
@@ -193,20 +194,20 @@ class ConfigfsTree(object):
     def read_subsystem(self, nqn):
         base = "subsystems/" + nqn
         attrs = {}
-        for name in self._list(base):
+        for name in self.names(base):
             if name.startswith("attr_"):
                 value = self._get(base + "/" + name)
                 if value is not None:
                     attrs[name[5:]] = canonical.subsystem_attr(name[5:], value, strict=False)
         allow_any = attrs.pop("allow_any_host", "0") == "1"
         namespaces = {}
-        for name in self._list(base + "/namespaces"):
+        for name in self.names(base + "/namespaces"):
             if name.isdigit():
                 namespaces[int(name)] = self.read_namespace("%s/namespaces/%s" % (base, name), int(name))
         return {
             "nqn": nqn,
             "allow_any_host": allow_any,
-            "allowed_hosts": self._list(base + "/allowed_hosts"),
+            "allowed_hosts": self.names(base + "/allowed_hosts"),
             "namespaces": namespaces,
             "attributes": attrs,
             "passthru": self.read_passthru(base + "/passthru"),
@@ -235,13 +236,13 @@ class ConfigfsTree(object):
         base = "ports/%s" % port_id
         addr = {}
         params = {}
-        for name in self._list(base):
+        for name in self.names(base):
             if name.startswith("addr_"):
                 addr[name[5:]] = self._get(base + "/" + name) or None
             elif name.startswith("param_"):
                 params[name[6:]] = canonical.port_param(name[6:], self._get(base + "/" + name), strict=False)
         ana = {}
-        for grp in self._list(base + "/ana_groups"):
+        for grp in self.names(base + "/ana_groups"):
             if grp.isdigit():
                 ana[int(grp)] = self._get("%s/ana_groups/%s/ana_state" % (base, grp))
         port = {"port_id": int(port_id)}
@@ -249,9 +250,9 @@ class ConfigfsTree(object):
             port[field] = addr.get(field)
         port["inline_data_size"] = _int_or(params.pop("inline_data_size", None))
         port["params"] = params
-        port["subsystems"] = self._list(base + "/subsystems")
+        port["subsystems"] = self.names(base + "/subsystems")
         port["referrals"] = dict((name, self.read_referral("%s/referrals/%s" % (base, name)))
-                                 for name in self._list(base + "/referrals"))
+                                 for name in self.names(base + "/referrals"))
         port["ana_groups"] = ana
         return port
 

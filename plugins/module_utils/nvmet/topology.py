@@ -27,12 +27,12 @@ import posixpath
 import re
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils import transports
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.canonical import ANA_STATES
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet.common import NvmetError
 
 BY_ID = "/dev/disk/by-id/"
 # The role's ports are IP addresses with service ids and firewall rules.
 TRANSPORTS = tuple(sorted(transports.IP_TRANSPORTS))
-ANA_STATES = ("optimized", "non-optimized", "inaccessible", "persistent-loss", "change")
 SUBSYSTEM_KEYS = ("nqn", "namespaces", "allowed_hosts", "allow_any_host", "ports")
 NAMESPACE_KEYS = ("nsid", "device", "serial", "wwn", "file", "size_mb", "uuid", "nguid", "ana_group", "enabled")
 NAMESPACE_SOURCES = ("device", "serial", "wwn", "file")

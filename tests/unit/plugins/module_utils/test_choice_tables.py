@@ -12,7 +12,7 @@ import os
 import yaml
 
 from ansible_collections.aiinfra.fabric.plugins.module_utils.nvme.multipath import IOPOLICIES
-from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import common, document
+from ansible_collections.aiinfra.fabric.plugins.module_utils.nvmet import canonical, common, document, topology
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 
@@ -108,3 +108,34 @@ def test_the_initiator_role_asserts_check_the_iopolicies():
     default = _task(tasks, "Check the multipath I/O policy")
     assert _listed_in(default["that"], "nvmeof_initiator_iopolicy") == [""] + list(IOPOLICIES)
     assert "is not one of %s (or empty)" % ", ".join(IOPOLICIES) in default["fail_msg"]
+
+
+# ANA states as the kernel spells them: nvmet/canonical.py's ANA_STATES.
+
+def test_the_ana_states_are_defined_once():
+    assert topology.ANA_STATES is canonical.ANA_STATES
+    assert canonical.ANA_STATES == ("optimized", "non-optimized", "inaccessible", "persistent-loss", "change")
+
+
+def test_nvmet_port_takes_the_ana_states_from_the_table():
+    assert "list(ANA_STATES)" in spec_choices("nvmet_port", "state")  # the port's own state is present/absent
+    ana = module_doc("nvmet_port")["options"]["ana_groups"]["suboptions"]["state"]
+    assert ana["choices"] == list(canonical.ANA_STATES)
+
+
+def test_the_target_role_and_the_return_docs_name_the_ana_states():
+    spec = _load("roles/nvmeof_target/meta/argument_specs.yml")["argument_specs"]["main"]["options"]
+    groups = [o for o in _walk_options(spec) if set(o.get("choices") or []) & {"non-optimized"}]
+    assert [g["choices"] for g in groups] == [list(canonical.ANA_STATES)]
+    spelled = "%s or C(%s)." % (", ".join("C(%s)" % s for s in canonical.ANA_STATES[:-1]), canonical.ANA_STATES[-1])
+    for name in ("nvmet_info", "nvmet_target", "nvme_health"):
+        with open(os.path.join(TOP, "plugins", "modules", name + ".py")) as handle:
+            assert spelled in handle.read(), name
+
+
+def _walk_options(options):
+    for option in (options or {}).values():
+        yield option
+        for key in ("options", "suboptions"):
+            for sub in _walk_options(option.get(key)):
+                yield sub

@@ -73,22 +73,49 @@ def test_the_teardown_probe_lines(tmp_path, autoconnect, heal):
     (records / "nvmeof_target.json").write_text("{}\n")  # the target role's record: not the initiator's
     marker = records / "nvmf-autoconnect.enabled"
     heal_dir = tmp_path / "heal"
+    cache = tmp_path / "cache" / "nvme-heal"
+    deep = cache / "usr" / "lib" / "nvme"
     if autoconnect:
         marker.write_text("")
     if heal:
         heal_dir.mkdir()
-    out = subprocess.run(["sh", "-c", teardown_script(), "sh", str(records), str(marker), str(heal_dir)],
+        deep.mkdir(parents=True)
+        for name in ("heal.cpython-313.pyc", "cli.cpython-313.pyc"):
+            (deep / name).write_bytes(b"\x00")
+        (cache / "usr" / "top.cpython-313.pyc").write_bytes(b"\x00")
+    out = subprocess.run(["sh", "-c", teardown_script(), "sh", str(records), str(marker), str(heal_dir), str(cache)],
                          check=True, capture_output=True, text=True).stdout.splitlines()
     got = filters.nvmeof_initiator_records(out)
     assert got["records"] == [second, RECORD]
     want = (["autoconnect"] if autoconnect else []) + (["heal"] if heal else [])
     assert got["markers"] == want
+    if not heal:
+        assert got["cache"] == {"files": [], "dirs": []}
+        return
+    # Every file and folder of the cache, each folder after everything in it (host_config's
+    # remove_empty_dirs removes them in the order given), the cache's own folder last.
+    assert sorted(got["cache"]["files"]) == sorted(str(p) for p in (
+        deep / "heal.cpython-313.pyc", deep / "cli.cpython-313.pyc", cache / "usr" / "top.cpython-313.pyc"))
+    assert got["cache"]["dirs"] == [str(deep), str(deep.parent), str(cache / "usr"), str(cache)]
+
+
+def test_a_bytecode_cache_alone_still_marks_the_healer(tmp_path):
+    """A teardown that stopped half way (the healer's folders gone, its cache left) finds
+    the cache, and the last task removes it."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "x.pyc").write_bytes(b"")
+    out = subprocess.run(["sh", "-c", teardown_script(), "sh", str(tmp_path / "none"), str(tmp_path / "marker"),
+                          str(tmp_path / "heal"), str(cache)], check=True, capture_output=True, text=True).stdout.splitlines()
+    got = filters.nvmeof_initiator_records(out)
+    assert got["markers"] == ["heal"]
+    assert got["cache"] == {"files": [str(cache / "x.pyc")], "dirs": [str(cache)]}
 
 
 def test_a_record_that_is_not_json_is_an_error_that_says_so():
     with pytest.raises(AnsibleFilterError, match="not JSON"):
         filters.nvmeof_initiator_records(['{"file": "/var/lib/aiinfra-fabric/nvmeof_initiator-x.json", "nsid"'])
-    assert filters.nvmeof_initiator_records(None) == {"records": [], "markers": []}
+    assert filters.nvmeof_initiator_records(None) == {"records": [], "markers": [], "cache": {"files": [], "dirs": []}}
 
 
 # The role's connections and I/O policies, computed from its variables
