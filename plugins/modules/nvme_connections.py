@@ -271,24 +271,17 @@ connections:
       type: list
       elements: str
     controllers:
-      description: The path's controllers, as M(aiinfra.fabric.nvme_connect) returns them.
+      description:
+        - The path's controllers, as M(aiinfra.fabric.nvme_connect) returns them in
+          RV(aiinfra.fabric.nvme_connect#module:controllers).
       type: list
       elements: dict
-      contains:
-        name:
-          description: The controller's name.
-          type: str
-        state:
-          description: Its state.
-          type: str
     devices:
-      description: The path's namespace devices, as M(aiinfra.fabric.nvme_connect) returns them.
+      description:
+        - The path's namespace devices, as M(aiinfra.fabric.nvme_connect) returns them in
+          RV(aiinfra.fabric.nvme_connect#module:devices).
       type: list
       elements: dict
-      contains:
-        path:
-          description: The block device's path.
-          type: str
     persistent:
       description: Whether the path is saved for nvmf-autoconnect.
       type: bool
@@ -296,134 +289,27 @@ connections:
       description: The mode of the file that saves it.
       type: str
     drift:
-      description: The live settings that differ, as M(aiinfra.fabric.nvme_connect) returns them.
+      description:
+        - The live settings that differ, when they do, as M(aiinfra.fabric.nvme_connect) returns them in
+          RV(aiinfra.fabric.nvme_connect#module:drift).
       type: dict
-      contains:
-        <controller>:
-          description: The controller's differing settings, each with C(current) and C(desired).
-          type: dict
-          contains:
-            <setting>:
-              description: One setting that differs.
-              type: dict
-              contains:
-                current:
-                  description: What the live connection has (for secrets C(set) or C(unset)).
-                  type: raw
-                desired:
-                  description: What was asked for.
-                  type: raw
 controllers:
-  description: Every path's controllers after the run, one list.
+  description:
+    - Every path's controllers after the run, one list, each in the shape that M(aiinfra.fabric.nvme_connect) returns
+      as RV(aiinfra.fabric.nvme_connect#module:controllers), where their keys are described.
   returned: always
   type: list
   elements: dict
   sample: [{name: nvme1, state: live, transport: tcp, traddr: 10.99.0.1, trsvcid: "4420", subsysnqn: nqn.2024-04.io.aiinfra.lab:te1.mp}]
-  contains:
-    name:
-      description: The controller's name.
-      type: str
-    state:
-      description: Its state (C(live), C(connecting), C(resetting), C(deleting) ...).
-      type: str
-    transport:
-      description: C(tcp), C(rdma), C(fc) or C(loop).
-      type: str
-    traddr:
-      description: The target's address.
-      type: str
-    trsvcid:
-      description: The target's service id (port).
-      type: str
-    src_addr:
-      description: The local address the connection uses (tcp).
-      type: str
-    host_traddr:
-      description: The host address it was asked to use, if any.
-      type: str
-    host_iface:
-      description: The host interface it was asked to use, if any.
-      type: str
-    subsysnqn:
-      description: The subsystem's NQN.
-      type: str
-    hostnqn:
-      description: The host NQN it connected as.
-      type: str
-    hostid:
-      description: The host id it connected with.
-      type: str
-    cntlid:
-      description: The controller id.
-      type: int
-    ctrl_loss_tmo:
-      description: Seconds before a lost controller is given up (-1 - never).
-      type: int
-    fast_io_fail_tmo:
-      description: Seconds before queued I/O fails over, as sysfs shows it (C(off) - never).
-      type: str
-    reconnect_delay:
-      description: Seconds between reconnect attempts.
-      type: int
-    keep_alive_tmo:
-      description: Keep-alive timeout, seconds.
-      type: int
-    nr_io_queues:
-      description: I/O queues.
-      type: int
-    queue_size:
-      description: Queue depth.
-      type: int
-    namespaces:
-      description: The names of its namespace devices.
-      type: list
-      elements: str
-    model:
-      description: The target's model string.
-      type: str
-    serial:
-      description: The target's serial number.
-      type: str
-    firmware_rev:
-      description: The target's firmware revision.
-      type: str
-    tls:
-      description: Whether the controller runs over TLS.
-      type: bool
 devices:
-  description: The namespace block devices of every path after the run, each once (with native multipath, the heads).
+  description:
+    - The namespace block devices of every path after the run, each once (with native multipath, the heads).
+    - Each in the shape that M(aiinfra.fabric.nvme_connect) returns as RV(aiinfra.fabric.nvme_connect#module:devices),
+      where their keys are described.
   returned: always
   type: list
   elements: dict
   sample: [{path: /dev/nvme1n1, name: nvme1n1, nsid: 1, size_bytes: 1073741824, controller: nvme1}]
-  contains:
-    path:
-      description: The block device's path.
-      type: str
-    name:
-      description: Its kernel name.
-      type: str
-    nsid:
-      description: The namespace id.
-      type: int
-    size_bytes:
-      description: Its size in bytes.
-      type: int
-    uuid:
-      description: The namespace UUID, if it has one.
-      type: str
-    nguid:
-      description: The namespace NGUID, if it has one.
-      type: str
-    wwid:
-      description: The kernel's C(wwid).
-      type: str
-    eui:
-      description: The EUI-64, if it has one.
-      type: str
-    controller:
-      description: The controller it was found under.
-      type: str
 native_multipath:
   description: Whether nvme_core runs with native multipath (null when not loaded); with O(state=connected).
   returned: when state is connected
@@ -501,26 +387,10 @@ diff:
           type: dict
           contains:
             <label>:
-              description: One path's state.
+              description:
+                - One path's state before the run, in the shape of RV(aiinfra.fabric.nvme_connect#module:diff.before)
+                  (C(state), C(controllers), C(devices), C(persistent), C(persistent_mode)).
               type: dict
-              contains:
-                state:
-                  description: V(connected) or V(disconnected).
-                  type: str
-                controllers:
-                  description: The names of its controllers.
-                  type: list
-                  elements: str
-                devices:
-                  description: The paths of its namespace devices.
-                  type: list
-                  elements: str
-                persistent:
-                  description: Whether it is saved for nvmf-autoconnect.
-                  type: bool
-                persistent_mode:
-                  description: The mode of the file that saves it.
-                  type: str
         iopolicy:
           description: Per subsystem NQN, its I/O policy.
           type: dict
@@ -537,26 +407,10 @@ diff:
           type: dict
           contains:
             <label>:
-              description: One path's state.
+              description:
+                - One path's state after the run, in the shape of RV(aiinfra.fabric.nvme_connect#module:diff.before)
+                  (C(state), C(controllers), C(devices), C(persistent), C(persistent_mode)).
               type: dict
-              contains:
-                state:
-                  description: V(connected) or V(disconnected).
-                  type: str
-                controllers:
-                  description: The names of its controllers.
-                  type: list
-                  elements: str
-                devices:
-                  description: The paths of its namespace devices.
-                  type: list
-                  elements: str
-                persistent:
-                  description: Whether it is saved for nvmf-autoconnect.
-                  type: bool
-                persistent_mode:
-                  description: The mode of the file that saves it.
-                  type: str
         iopolicy:
           description: Per subsystem NQN, its I/O policy.
           type: dict

@@ -223,7 +223,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 target:
-  description: The whole target after the run (predicted in check mode), in the save-file schema, keys masked.
+  description:
+    - The whole target after the run (predicted in check mode), keys masked.
+    - In nvmetcli's save-file schema, the shape that M(aiinfra.fabric.nvmet_info) returns as
+      RV(aiinfra.fabric.nvmet_info#module:nvmet), where its C(hosts), C(ports) and C(subsystems) are described.
   returned: always
   type: dict
   sample:
@@ -237,176 +240,10 @@ target:
         ana_groups: [{grpid: 1, ana: {state: optimized}}]
     subsystems:
       - nqn: nqn.2024-04.io.aiinfra.lab:te1.data
-        attr: {allow_any_host: "1", serial: "abc123              "}
+        attr: {allow_any_host: "1", serial: abc123}
         allowed_hosts: []
         namespaces:
           - {nsid: 1, enable: 1, device: {path: /srv/nvmet/disk1.img}, ana_grpid: 1, buffered_io: 0}
-  contains:
-    hosts:
-      description: Host entries.
-      type: list
-      elements: dict
-      contains:
-        nqn:
-          description: The host NQN.
-          type: str
-        dhchap:
-          description: Its DH-HMAC-CHAP settings, when set - C(key) and C(ctrl_key) (masked), C(hash), C(dhgroup).
-          type: dict
-          contains:
-            key:
-              description: The host key, masked.
-              type: str
-            ctrl_key:
-              description: The controller key, masked.
-              type: str
-            hash:
-              description: The HMAC.
-              type: str
-            dhgroup:
-              description: The DH group.
-              type: str
-    ports:
-      description: Ports.
-      type: list
-      elements: dict
-      contains:
-        portid:
-          description: The port id.
-          type: int
-        addr:
-          description: The address - C(trtype), C(adrfam), C(traddr), C(trsvcid), C(treq), C(tsas) (those set).
-          type: dict
-          contains:
-            trtype:
-              description: The transport.
-              type: str
-            adrfam:
-              description: The address family.
-              type: str
-            traddr:
-              description: The address.
-              type: str
-            trsvcid:
-              description: The service id.
-              type: str
-            treq:
-              description: The secure channel requirement.
-              type: str
-            tsas:
-              description: The transport specific address subtype (tcp - C(tls1.3) or C(none)).
-              type: str
-        param:
-          description: The C(param_*) values without prefix, as text (C(inline_data_size), C(max_queue_size), C(pi_enable)).
-          type: dict
-          contains:
-            inline_data_size:
-              description: The inline data size.
-              type: str
-        subsystems:
-          description: The NQNs of the subsystems linked to the port.
-          type: list
-          elements: str
-        referrals:
-          description: Discovery referrals - C(name), C(enable), C(addr).
-          type: list
-          elements: dict
-          contains:
-            name:
-              description: The referral's name.
-              type: str
-            enable:
-              description: 1 when enabled.
-              type: int
-            addr:
-              description: Where it points - C(trtype), C(adrfam), C(traddr), C(trsvcid), C(treq), C(portid).
-              type: dict
-              contains:
-                traddr:
-                  description: The address.
-                  type: str
-        ana_groups:
-          description: The port's ANA groups.
-          type: list
-          elements: dict
-          contains:
-            grpid:
-              description: The group id.
-              type: int
-            ana:
-              description: The group's state, as C(state).
-              type: dict
-              contains:
-                state:
-                  description: C(optimized), C(non-optimized), C(inaccessible), C(persistent-loss) or C(change).
-                  type: str
-    subsystems:
-      description: Subsystems.
-      type: list
-      elements: dict
-      contains:
-        nqn:
-          description: The subsystem's NQN.
-          type: str
-        attr:
-          description: The C(attr_*) values without prefix, as text (C(allow_any_host), C(model), C(serial), C(version) ...).
-          type: dict
-          contains:
-            allow_any_host:
-              description: C(1) when any host may connect.
-              type: str
-        allowed_hosts:
-          description: The NQNs of the allowed hosts.
-          type: list
-          elements: str
-        namespaces:
-          description: The namespaces.
-          type: list
-          elements: dict
-          contains:
-            nsid:
-              description: The namespace id.
-              type: int
-            enable:
-              description: 1 when enabled.
-              type: int
-            device:
-              description: C(path), C(uuid) and C(nguid) of the backing device or file.
-              type: dict
-              contains:
-                path:
-                  description: The backing device or file.
-                  type: str
-                uuid:
-                  description: The namespace UUID, if set.
-                  type: str
-                nguid:
-                  description: The namespace NGUID.
-                  type: str
-            ana_grpid:
-              description: Its ANA group.
-              type: int
-            buffered_io:
-              description: 1 when the file is read through the page cache.
-              type: int
-            file_identity:
-              description: For an enabled file namespace, the file's C(inode) and C(size) when saved (the save file only).
-              type: dict
-              contains:
-                inode:
-                  description: The file's inode number.
-                  type: int
-                size:
-                  description: Its size in bytes.
-                  type: int
-        passthru:
-          description: For a passthru subsystem, nvmetcli's form of its controller (C(device.path), C(enable)).
-          type: list
-          elements: dict
-          contains:
-            enable:
-              description: 1 when enabled.
-              type: int
 save_file:
   description:
     - What happened to O(save_file), V(unchanged), V(written) or V(would write) (check mode); with O(remove) also
