@@ -8,6 +8,7 @@ table, and check that the modules' argument specs are built from the table itsel
 
 import ast
 import os
+import re
 
 import yaml
 
@@ -127,15 +128,20 @@ def test_the_target_role_and_the_return_docs_name_the_ana_states():
     spec = _load("roles/nvmeof_target/meta/argument_specs.yml")["argument_specs"]["main"]["options"]
     groups = [o for o in _walk_options(spec) if set(o.get("choices") or []) & {"non-optimized"}]
     assert [g["choices"] for g in groups] == [list(canonical.ANA_STATES)]
-    spelled = "%s or C(%s)." % (", ".join("C(%s)" % s for s in canonical.ANA_STATES[:-1]), canonical.ANA_STATES[-1])
-    for name in ("nvmet_info", "nvmet_target", "nvme_health"):
-        with open(os.path.join(TOP, "plugins", "modules", name + ".py")) as handle:
-            assert spelled in handle.read(), name
+    # A module documentation line that lists the ANA states (from C(optimized), C(non-optimized)
+    # on, not cut short with "...") lists them all, in the table's order.
+    lists = []
+    for path in sorted(os.listdir(os.path.join(TOP, "plugins", "modules"))):
+        with open(os.path.join(TOP, "plugins", "modules", path)) as handle:
+            for line in handle:
+                if "C(optimized), C(non-optimized)" in line and "..." not in line:
+                    lists.append(path)
+                    assert re.findall(r"C\(([a-z-]+)\)", line) == list(canonical.ANA_STATES), (path, line)
+    assert lists == ["nvme_health.py", "nvmet_info.py", "nvmet_port.py"]
 
 
 def _walk_options(options):
     for option in (options or {}).values():
         yield option
         for key in ("options", "suboptions"):
-            for sub in _walk_options(option.get(key)):
-                yield sub
+            yield from _walk_options(option.get(key))
